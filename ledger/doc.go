@@ -1,0 +1,24 @@
+// Package ledger is the domain of mcpledger: the record of one tool-call
+// operation, its states and legal transitions, the rules for idempotency keys,
+// the argument fingerprint, redaction of stored arguments, and the Store
+// contract that every storage backend implements.
+//
+// An operation is identified by (tenant, tool, key). The first caller to
+// Claim an identity executes the call; every later caller is a follower and
+// gets the first execution's record instead of a second run:
+//
+//	st, _ := sqlite.Open(ctx, "ledger.db", nil)
+//	fp, _ := ledger.Fingerprint(args)
+//	c, err := st.Claim(ctx, ledger.ClaimRequest{
+//		ID:          ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "order-42"},
+//		Fingerprint: fp,
+//		Owner:       "worker-1",
+//	})
+//	if c.Won {
+//		// run the side effect, then Transition to SUCCEEDED or FAILED
+//	}
+//
+// This package holds no storage code; see ledger/sqlite (embedded default) and
+// ledger/postgres (shared by many processes). ledger/ledgertest is the
+// conformance suite both pass.
+package ledger

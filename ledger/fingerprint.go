@@ -1,0 +1,70 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+)
+
+// DefaultExcluded are the top-level argument fields that carry no business
+// meaning and never change a fingerprint.
+var DefaultExcluded = []string{
+	"_meta", "traceparent", "tracestate", "trace_id", "request_id", "timestamp",
+	"idempotency_key",
+}
+
+// Fingerprint is the hex SHA-256 of the RFC 8785 canonical JSON of args, after
+// removing DefaultExcluded and the extra top-level fields given. Key order,
+// whitespace, number spelling (1, 1.0, 1e0) and string escapes do not change
+// it. Empty or null arguments fingerprint as the empty object.
+func Fingerprint(args json.RawMessage, exclude ...string) (string, error) {
+	canon, err := Canonical(args, exclude...)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Canonical returns the RFC 8785 canonical form of args with the excluded
+// top-level fields removed.
+func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return []byte("{}"), nil
+	}
+	if trimmed[0] == '{' {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(trimmed, &obj); err != nil {
+			return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
+		}
+		drop := false
+		for _, name := range DefaultExcluded {
+			if _, ok := obj[name]; ok {
+				delete(obj, name)
+				drop = true
+			}
+		}
+		for _, name := range exclude {
+			if _, ok := obj[name]; ok {
+				delete(obj, name)
+				drop = true
+			}
+		}
+		if drop {
+			var err error
+			if trimmed, err = json.Marshal(obj); err != nil {
+				return nil, fmt.Errorf("ledger: arguments: %w", err)
+			}
+		}
+	}
+	canon, err := jcs.Transform(trimmed)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
+	}
+	return canon, nil
+}

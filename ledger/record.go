@@ -1,0 +1,88 @@
+package ledger
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ID is the unique identity of an operation. Stores enforce it with a
+// unique constraint.
+type ID struct {
+	Tenant string `json:"tenant"`
+	Tool   string `json:"tool"`
+	Key    string `json:"key"`
+}
+
+// Validate checks the tenant and key rules and that a tool is named.
+func (id ID) Validate() error {
+	if err := ValidateTenant(id.Tenant); err != nil {
+		return err
+	}
+	if id.Tool == "" {
+		return errEmptyTool
+	}
+	return ValidateKey(id.Key)
+}
+
+// ReusePolicy says what a reuse of a key after its record expired means.
+type ReusePolicy string
+
+const (
+	// Reexecute (the default): after retention the key is free and a reuse
+	// is a new operation.
+	Reexecute ReusePolicy = "reexecute"
+	// Verify: purge keeps a tombstone (key and fingerprint) and a reuse is
+	// treated like UNKNOWN: a person decides.
+	Verify ReusePolicy = "verify"
+)
+
+// Approval is a person's (or a policy's) decision on a PENDING_APPROVAL record.
+type Approval struct {
+	Decision string    `json:"decision"` // "approved", "approved_session" or "denied"
+	By       string    `json:"by"`
+	At       time.Time `json:"at"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// Approval decisions.
+const (
+	DecisionApproved        = "approved"
+	DecisionApprovedSession = "approved_session"
+	DecisionDenied          = "denied"
+)
+
+// Record is everything the ledger keeps about one operation.
+type Record struct {
+	ID
+	Session     string          `json:"session,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"` // redacted
+	State       State           `json:"state"`
+	Attempts    int             `json:"attempts"`
+	// Result is the full CallToolResult JSON, byte for byte as first
+	// returned (after compaction when Compacted is set).
+	Result       json.RawMessage `json:"result,omitempty"`
+	Compacted    bool            `json:"compacted,omitempty"`
+	ErrorKind    string          `json:"errorKind,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Owner        string          `json:"owner,omitempty"`
+	LeaseUntil   time.Time       `json:"leaseUntil,omitzero"`
+	Approval     *Approval       `json:"approval,omitempty"`
+	TraceID      string          `json:"traceId,omitempty"`
+	SpanID       string          `json:"spanId,omitempty"`
+	ReusePolicy  ReusePolicy     `json:"reusePolicy,omitempty"`
+	// Tombstone: retention ended under the Verify policy; only the identity
+	// and fingerprint remain.
+	Tombstone bool      `json:"tombstone,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Defaults used when a request leaves a duration zero.
+const (
+	DefaultLease     = 30 * time.Second
+	DefaultRetention = 24 * time.Hour
+	// DefaultMaxResult is the size past which a result is compacted.
+	DefaultMaxResult = 4 << 20
+)

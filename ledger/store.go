@@ -1,0 +1,151 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store keeps records. Every implementation passes ledgertest.Run.
+//
+// All reads and writes are scoped by tenant: no method returns a record of a
+// tenant other than the one it was asked about.
+type Store interface {
+	// Claim atomically creates the record for req.ID in PROCESSING (owned by
+	// req.Owner under a lease) or, when req.NeedsApproval, PENDING_APPROVAL,
+	// and reports Won. When a record already exists the caller is a follower
+	// and gets it with Won false, except that:
+	//   - a different fingerprint returns the stored record and an error
+	//     wrapping ErrKeyReused; the record is untouched;
+	//   - a RETRYABLE record is taken over (PROCESSING, new owner, Won true);
+	//   - a record past ExpiresAt that is not a tombstone is replaced by a
+	//     new operation (Won true), which is the Reexecute policy.
+	// Claim never checks and then inserts: the unique constraint decides.
+	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
+
+	// Transition moves a record from t.From to t.To with compare-and-set. An
+	// edge missing from the state table fails with ErrIllegalTransition
+	// before storage is touched. When t.From is PROCESSING the record must
+	// still be PROCESSING and owned by t.Owner, else ErrLeaseLost. Any other
+	// mismatch of the current state fails with ErrStateChanged.
+	Transition(ctx context.Context, t Transition) (*Record, error)
+
+	// Renew extends the PROCESSING lease held by owner to now+lease, or
+	// fails with ErrLeaseLost.
+	Renew(ctx context.Context, id ID, owner string, lease time.Duration) error
+
+	// Get returns the record or ErrNotFound.
+	Get(ctx context.Context, id ID) (*Record, error)
+
+	// FindRecent returns the records of (tenant, session, tool, fingerprint)
+	// created at or after q.Since, newest first.
+	FindRecent(ctx context.Context, q RecentQuery) ([]*Record, error)
+
+	// List returns one page of a tenant's records, newest first, with a
+	// cursor for the next page ("" when there is none). The order is stable:
+	// (CreatedAt, Tool, Key) descending.
+	List(ctx context.Context, f Filter) (Page, error)
+
+	// Wait blocks until the record is no longer PROCESSING or
+	// PENDING_APPROVAL and returns it. When ctx ends first it returns the
+	// latest record it saw and ctx's error.
+	Wait(ctx context.Context, id ID) (*Record, error)
+
+	// ExpireLeases turns every PROCESSING record whose lease has ended into
+	// UNKNOWN (ErrorKind "lease_expired") and returns how many it changed.
+	ExpireLeases(ctx context.Context) (int, error)
+
+	// Purge removes settled records (SUCCEEDED, FAILED, DENIED, RETRYABLE)
+	// whose ExpiresAt is at or before p.ExpiredBy, or, when p.UpdatedBefore
+	// is set, whose UpdatedAt is before it. A record under the Verify policy
+	// becomes a tombstone instead; a tombstone that matches again is
+	// deleted. UNKNOWN, PROCESSING and PENDING_APPROVAL are never purged.
+	Purge(ctx context.Context, p PurgeRequest) (int, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ClaimRequest asks to become the executor of one operation.
+type ClaimRequest struct {
+	ID
+	Session     string
+	Fingerprint string
+	// Arguments are stored as given; callers pass them through Redact.
+	Arguments json.RawMessage
+	Owner     string
+	// Lease is the PROCESSING lease (DefaultLease when zero).
+	Lease time.Duration
+	// NeedsApproval creates PENDING_APPROVAL instead of PROCESSING.
+	NeedsApproval bool
+	// Retention sets ExpiresAt = now + Retention (DefaultRetention when zero).
+	Retention   time.Duration
+	ReusePolicy ReusePolicy // Reexecute when empty
+	TraceID     string
+	SpanID      string
+}
+
+// Claim is the outcome of Store.Claim.
+type Claim struct {
+	Record *Record
+	// Won reports that the caller owns the operation and must execute it
+	// (or ask for approval when the record is PENDING_APPROVAL).
+	Won bool
+}
+
+// Transition is a compare-and-set state change.
+type Transition struct {
+	ID
+	From State
+	To   State
+	// Owner must hold the lease when From is PROCESSING; it becomes the new
+	// owner when To is PROCESSING.
+	Owner string
+	// Lease for To == PROCESSING (DefaultLease when zero).
+	Lease        time.Duration
+	Result       json.RawMessage
+	Compacted    bool
+	ErrorKind    string
+	ErrorMessage string
+	Approval     *Approval
+	// AddAttempts is added to the record's attempt count.
+	AddAttempts int
+}
+
+// RecentQuery selects the records a re-planned call may duplicate.
+type RecentQuery struct {
+	Tenant      string
+	Session     string
+	Tool        string
+	Fingerprint string
+	Since       time.Time
+}
+
+// Filter selects records for List. Tenant is required; empty fields match
+// everything.
+type Filter struct {
+	Tenant  string
+	Session string
+	Tool    string
+	State   State
+	Since   time.Time // CreatedAt >= Since when set
+	Limit   int       // 50 when zero, at most 1000
+	Cursor  string    // from Page.Next
+}
+
+// Page is one page of List.
+type Page struct {
+	Records []*Record
+	Next    string
+}
+
+// PurgeRequest selects records for Purge.
+type PurgeRequest struct {
+	ExpiredBy     time.Time
+	UpdatedBefore time.Time
+}
+
+// Error kinds stored on records.
+const (
+	KindLeaseExpired = "lease_expired"
+)
