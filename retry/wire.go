@@ -1,0 +1,122 @@
+package retry
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Server error codes of the mcpledger wire conventions. They sit outside the
+// JSON-RPC reserved range (-32768..-32000) and carry data.reason.
+const (
+	// CodeKeyReused: the key is bound to other arguments. Permanent.
+	CodeKeyReused = -31001
+	// CodeInProgress: another request with this key is running. Transient;
+	// data.retryAfterMs says when to ask again.
+	CodeInProgress = -31002
+	// CodeOutcomeUnknown: the server cannot tell whether the call ran.
+	// Never retried; needs reconciliation.
+	CodeOutcomeUnknown = -31003
+	// CodeKeyRequired: the key is missing or breaks the key rules. Permanent.
+	CodeKeyRequired = -31004
+)
+
+// Values of data.reason in the server errors above.
+const (
+	ReasonKeyReused      = "key_reused"
+	ReasonInProgress     = "in_progress"
+	ReasonOutcomeUnknown = "outcome_unknown"
+	ReasonKeyRequired    = "key_required"
+	ReasonKeyInvalid     = "key_invalid"
+)
+
+// errorData is the data member of our server errors.
+type errorData struct {
+	Reason       string `json:"reason,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+}
+
+// ServerError builds the JSON-RPC error a server returns for one of the codes
+// above. A tool handler or middleware returns it as its error and go-sdk
+// sends code, message and data unchanged. retryAfter is rounded up to whole
+// milliseconds and left out when not positive.
+func ServerError(code int64, reason, message string, retryAfter time.Duration) *jsonrpc.Error {
+	d := errorData{Reason: reason}
+	if retryAfter > 0 {
+		d.RetryAfterMs = int64((retryAfter + time.Millisecond - 1) / time.Millisecond)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		// Marshalling a string and an integer cannot fail.
+		panic("retry: encoding error data: " + err.Error())
+	}
+	return &jsonrpc.Error{Code: code, Message: message, Data: data}
+}
+
+// Reason returns data.reason of the first *jsonrpc.Error in err's chain that
+// has one, or "" when there is none.
+func Reason(err error) string {
+	for _, je := range jsonrpcErrors(err) {
+		if d, ok := decodeData(je); ok && d.Reason != "" {
+			return d.Reason
+		}
+	}
+	return ""
+}
+
+// RetryAfter returns the wait the server asked for in data.retryAfterMs of a
+// -31002 in_progress error in err's chain.
+func RetryAfter(err error) (time.Duration, bool) {
+	for _, je := range jsonrpcErrors(err) {
+		if je.Code != CodeInProgress {
+			continue
+		}
+		if d, ok := decodeData(je); ok && d.RetryAfterMs > 0 {
+			return time.Duration(d.RetryAfterMs) * time.Millisecond, true
+		}
+	}
+	return 0, false
+}
+
+func decodeData(je *jsonrpc.Error) (errorData, bool) {
+	var d errorData
+	if len(je.Data) == 0 {
+		return d, false
+	}
+	if err := json.Unmarshal(je.Data, &d); err != nil {
+		// Data from a server that does not follow our conventions.
+		return d, false
+	}
+	return d, true
+}
+
+// jsonrpcErrors lists every *jsonrpc.Error in err's tree, outermost first.
+func jsonrpcErrors(err error) []*jsonrpc.Error {
+	var out []*jsonrpc.Error
+	walk(err, func(e error) {
+		if je, ok := e.(*jsonrpc.Error); ok && je != nil {
+			out = append(out, je)
+		}
+	})
+	return out
+}
+
+// walk calls visit for err and every error it wraps, depth first, in the
+// order errors.Is would look at them.
+func walk(err error, visit func(error)) {
+	for err != nil {
+		visit(err)
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c, visit)
+			}
+			return
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/retry"
+)
+
+// errorServer connects a client to an in-memory server whose tool "fail"
+// returns the error the test hands it.
+func errorServer(t *testing.T, fail func() error) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "errors", Version: "v1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, fail()
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatalf("server Connect = %v", err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("client Connect = %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestServerErrorOverTheWire(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        *jsonrpc.Error
+		wantReason string
+		wantAfter  time.Duration
+		wantClass  retry.Class
+	}{
+		{"key reused", retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0), retry.ReasonKeyReused, 0, retry.Permanent},
+		{"in progress with retryAfter", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 250*time.Millisecond), retry.ReasonInProgress, 250 * time.Millisecond, retry.Transient},
+		{"in progress rounds up to ms", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 1500*time.Microsecond), retry.ReasonInProgress, 2 * time.Millisecond, retry.Transient},
+		{"in progress without retryAfter", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 0), retry.ReasonInProgress, 0, retry.Transient},
+		{"outcome unknown", retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "lease expired", 0), retry.ReasonOutcomeUnknown, 0, retry.Unknown},
+		{"key required", retry.ServerError(retry.CodeKeyRequired, retry.ReasonKeyRequired, "no key", 0), retry.ReasonKeyRequired, 0, retry.Permanent},
+		{"key invalid", retry.ServerError(retry.CodeKeyRequired, retry.ReasonKeyInvalid, "bad key", 0), retry.ReasonKeyInvalid, 0, retry.Permanent},
+		{"invalid params", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}, "", 0, retry.Permanent},
+		{"invalid request", &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "bad"}, "", 0, retry.Permanent},
+		{"method not found", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "bad"}, "", 0, retry.Permanent},
+		{"internal error may have run", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "boom"}, "", 0, retry.Ambiguous},
+		{"application code may have run", &jsonrpc.Error{Code: 42, Message: "boom"}, "", 0, retry.Ambiguous},
+		{"foreign data is no reason", &jsonrpc.Error{Code: retry.CodeInProgress, Message: "x", Data: []byte(`"text"`)}, "", 0, retry.Transient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := errorServer(t, func() error { return tt.err })
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fail"})
+			if err == nil {
+				t.Fatalf("CallTool = %+v, nil; want an error", res)
+			}
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != tt.err.Code {
+				t.Fatalf("CallTool error = %v; want code %d", err, tt.err.Code)
+			}
+			if got := retry.Reason(err); got != tt.wantReason {
+				t.Errorf("Reason(%v) = %q; want %q", err, got, tt.wantReason)
+			}
+			got, ok := retry.RetryAfter(err)
+			if got != tt.wantAfter || ok != (tt.wantAfter > 0) {
+				t.Errorf("RetryAfter(%v) = %v, %v; want %v", err, got, ok, tt.wantAfter)
+			}
+			if got := retry.Classify(err); got != tt.wantClass {
+				t.Errorf("Classify(%v) = %v; want %v", err, got, tt.wantClass)
+			}
+		})
+	}
+}
+
+func TestReasonAndRetryAfterOnPlainErrors(t *testing.T) {
+	for _, err := range []error{nil, errors.New("x"), fmt.Errorf("wrapped: %w", &jsonrpc.Error{Code: 1})} {
+		if r := retry.Reason(err); r != "" {
+			t.Errorf("Reason(%v) = %q; want empty", err, r)
+		}
+		if d, ok := retry.RetryAfter(err); ok {
+			t.Errorf("RetryAfter(%v) = %v, true; want false", err, d)
+		}
+	}
+	// RetryAfter reads only the in_progress code, whatever else says retryAfterMs.
+	other := retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "x", time.Second)
+	if d, ok := retry.RetryAfter(other); ok {
+		t.Errorf("RetryAfter(%v) = %v, true; want false for code %d", other, d, other.Code)
+	}
+	wrapped := fmt.Errorf("calling: %w", errors.Join(errors.New("a"), retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "x", time.Second)))
+	if d, ok := retry.RetryAfter(wrapped); !ok || d != time.Second {
+		t.Errorf("RetryAfter(%v) = %v, %v; want 1s, true", wrapped, d, ok)
+	}
+}
+
+func TestClassString(t *testing.T) {
+	for c, want := range map[retry.Class]string{
+		retry.Permanent: "permanent", retry.Transient: "transient",
+		retry.Ambiguous: "ambiguous", retry.Unknown: "unknown", retry.Class(9): "class(9)",
+	} {
+		if got := c.String(); got != want {
+			t.Errorf("Class(%d).String() = %q; want %q", int(c), got, want)
+		}
+	}
+}
