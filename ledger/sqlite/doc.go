@@ -1,0 +1,26 @@
+// Package sqlite is the default ledger.Store: one embedded SQLite file,
+// durable before a side effect runs, safe for many goroutines and for
+// several processes sharing the file.
+//
+//	st, err := sqlite.Open(ctx, "ledger.db", nil) // durable defaults
+//	if err != nil {
+//		return err
+//	}
+//	defer st.Close()
+//	c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Owner: "worker-1"})
+//
+// The file runs in WAL mode with synchronous=FULL unless Options say
+// otherwise, so a won claim is on disk when Claim returns. Writes from many
+// goroutines are gathered by one writer goroutine into shared transactions
+// (group commit), so concurrent callers share fsyncs while each gets its
+// own result. Write transactions begin IMMEDIATE and wait up to the busy
+// timeout for another process's lock, then fail with ErrBusy.
+//
+// The schema is versioned and migrated from embedded SQL files, each in its
+// own transaction. A file that is not an mcpledger database, or one with a
+// newer schema, is refused with ErrNotDatabase or ErrSchemaTooNew and left
+// untouched. New files are created with mode 0600 in a 0700 folder.
+//
+// Wait wakes immediately on changes made through the same Store and polls
+// with a bounded backoff for changes made by other processes.
+package sqlite

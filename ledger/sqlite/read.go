@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// order is the one record order of List and FindRecent.
+const order = ` ORDER BY created_at DESC, tool DESC, key DESC`
+
+// Get implements ledger.Store.
+func (s *Store) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := scanRecord(s.rdb.QueryRowContext(ctx, selectRecord, id.Tenant, id.Tool, id.Key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: get %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get: %w", s.classify(err))
+	}
+	return r, nil
+}
+
+// FindRecent implements ledger.Store.
+func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger.Record, error) {
+	if err := ledger.ValidateTenant(q.Tenant); err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+columns+` FROM records
+		WHERE tenant = ? AND session = ? AND tool = ? AND fingerprint = ?
+			AND created_at >= ?`+order,
+		q.Tenant, q.Session, q.Tool, q.Fingerprint, nanos(q.Since))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find recent: %w", s.classify(err))
+	}
+	recs, err := scanAll(rows, -1)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find recent: %w", s.classify(err))
+	}
+	return recs, nil
+}
+
+// List implements ledger.Store. The cursor is a row-value bound on the
+// (created_at, tool, key) order, so pages stay stable while records are
+// added.
+func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+	if err := ledger.ValidateTenant(f.Tenant); err != nil {
+		return ledger.Page{}, err
+	}
+	var where strings.Builder
+	where.WriteString(`SELECT ` + columns + ` FROM records WHERE tenant = ?`)
+	args := []any{f.Tenant}
+	add := func(cond string, v ...any) {
+		where.WriteString(" AND ")
+		where.WriteString(cond)
+		args = append(args, v...)
+	}
+	if f.Session != "" {
+		add("session = ?", f.Session)
+	}
+	if f.Tool != "" {
+		add("tool = ?", f.Tool)
+	}
+	if f.State != "" {
+		if !f.State.Valid() {
+			return ledger.Page{}, fmt.Errorf("sqlite: list: unknown state %q", f.State)
+		}
+		add("state = ?", string(f.State))
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= ?", nanos(f.Since))
+	}
+	if f.Cursor != "" {
+		c, err := ledger.DecodeCursor(f.Cursor)
+		if err != nil {
+			return ledger.Page{}, err
+		}
+		add("(created_at, tool, key) < (?, ?, ?)", nanos(c.CreatedAt), c.Tool, c.Key)
+	}
+	limit := f.PageSize()
+	where.WriteString(order + ` LIMIT ?`)
+	// One extra row tells whether another page follows.
+	args = append(args, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, where.String(), args...)
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("sqlite: list: %w", s.classify(err))
+	}
+	recs, err := scanAll(rows, limit+1)
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("sqlite: list: %w", s.classify(err))
+	}
+	var p ledger.Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		p.Next = ledger.EncodeCursor(recs[limit-1])
+	}
+	p.Records = recs
+	return p, nil
+}
+
+func scanAll(rows *sql.Rows, capHint int) ([]*ledger.Record, error) {
+	defer rows.Close()
+	var recs []*ledger.Record
+	if capHint > 0 {
+		recs = make([]*ledger.Record, 0, capHint)
+	}
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, rows.Err()
+}

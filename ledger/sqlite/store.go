@@ -1,0 +1,221 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+var _ ledger.Store = (*Store)(nil)
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrNotDatabase: the file is not a SQLite database, or it is one that
+	// belongs to another application. The file is left untouched.
+	ErrNotDatabase = errors.New("sqlite: not an mcpledger database")
+	// ErrSchemaTooNew: the database was written by a newer mcpledger whose
+	// schema this build does not know. The file is left untouched.
+	ErrSchemaTooNew = errors.New("sqlite: database schema is newer than this build")
+	// ErrBusy: another process held the write lock for longer than the busy
+	// timeout. Nothing was written; the call may be retried.
+	ErrBusy = errors.New("sqlite: database is locked by another connection")
+	// ErrClosed: the Store was closed.
+	ErrClosed = errors.New("sqlite: store is closed")
+)
+
+// Synchronous is the durability of a commit.
+type Synchronous int
+
+const (
+	// SyncFull (the default) fsyncs the write-ahead log on every commit: a
+	// claim is on disk before Claim returns, so before the side effect runs.
+	SyncFull Synchronous = iota
+	// SyncNormal fsyncs only at checkpoints. It is faster, and the database
+	// stays consistent, but a power loss or OS crash (not a process crash)
+	// can roll back the last commits: a claim whose side effect already ran
+	// may vanish, and the next caller executes the operation a second time.
+	// Use it only where a rare duplicate after a machine crash is acceptable.
+	SyncNormal
+)
+
+func (s Synchronous) pragma() string {
+	if s == SyncNormal {
+		return "NORMAL"
+	}
+	return "FULL"
+}
+
+// Options configure a Store. The zero value (or nil) is the durable default.
+type Options struct {
+	// Now is the clock used for every timestamp the store writes or
+	// compares (leases, retention, created/updated). time.Now when nil.
+	Now func() time.Time
+	// Synchronous is SyncFull unless set; see SyncNormal for the risk.
+	Synchronous Synchronous
+	// BusyTimeout is how long a write waits for a lock held by another
+	// process before failing with ErrBusy (5s when zero).
+	BusyTimeout time.Duration
+	// PollInterval and MaxPollInterval bound how often Wait re-reads a
+	// record that another process may change (10ms doubling up to 1s when
+	// zero). Changes made through this Store wake waiters at once.
+	PollInterval    time.Duration
+	MaxPollInterval time.Duration
+	// MaxBatch caps how many writes share one transaction (256 when zero).
+	MaxBatch int
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Now == nil {
+		v.Now = time.Now
+	}
+	if v.BusyTimeout <= 0 {
+		v.BusyTimeout = 5 * time.Second
+	}
+	if v.PollInterval <= 0 {
+		v.PollInterval = 10 * time.Millisecond
+	}
+	if v.MaxPollInterval <= 0 {
+		v.MaxPollInterval = time.Second
+	}
+	if v.MaxPollInterval < v.PollInterval {
+		v.MaxPollInterval = v.PollInterval
+	}
+	if v.MaxBatch <= 0 {
+		v.MaxBatch = 256
+	}
+	return v
+}
+
+// Store is the SQLite ledger. It is safe for concurrent use, and several
+// processes may open the same file.
+type Store struct {
+	path string
+	opts Options
+
+	// wdb has one connection, owned by the writer goroutine: every write
+	// goes through ops so that concurrent writers share one commit.
+	wdb *sql.DB
+	// rdb is a pool of connections used only for reads (WAL lets them run
+	// beside the writer).
+	rdb *sql.DB
+
+	ops       chan *op
+	quit      chan struct{}
+	writerEnd chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	// mu guards watchers, the per-record wake-up channels of Wait.
+	mu       sync.Mutex
+	watchers map[ledger.ID]*watcher
+}
+
+// Open opens the ledger at path, creating it (mode 0600, folder 0700) when
+// it does not exist, and brings its schema up to date. A file that is not an
+// mcpledger database, or whose schema is newer than this build, is refused
+// and never modified.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	o := opts.withDefaults()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: resolve %q: %w", path, err)
+	}
+	if err := prepareFile(abs); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		path:      abs,
+		opts:      o,
+		ops:       make(chan *op),
+		quit:      make(chan struct{}),
+		writerEnd: make(chan struct{}),
+		watchers:  make(map[ledger.ID]*watcher),
+	}
+	s.wdb, err = sql.Open("sqlite3", s.dsn(false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	// One writer connection: SQLite has one writer at a time anyway, and a
+	// single connection lets the writer goroutine batch commits.
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if err := s.migrate(ctx); err != nil {
+		return nil, errors.Join(err, s.wdb.Close())
+	}
+	s.rdb, err = sql.Open("sqlite3", s.dsn(true))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", abs, err), s.wdb.Close())
+	}
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	s.rdb.SetMaxOpenConns(n)
+	s.rdb.SetMaxIdleConns(n)
+	s.rdb.SetConnMaxIdleTime(0)
+	go s.writer()
+	return s, nil
+}
+
+// dsn builds the connection string. Writes BEGIN IMMEDIATE so a write
+// transaction takes the lock up front and never fails mid-way on a lock
+// upgrade; the busy timeout makes a locked database wait before failing.
+func (s *Store) dsn(readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(s.opts.BusyTimeout.Milliseconds()))
+	q.Set("_synchronous", s.opts.Synchronous.pragma())
+	q.Set("_stmt_cache_size", "32")
+	if readOnly {
+		q.Set("_query_only", "1")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: s.path, RawQuery: q.Encode()}
+	// url.URL renders "file:///abs"; SQLite accepts that form.
+	return u.String()
+}
+
+// Close stops the writer and closes the database. Pending writes finish
+// first; later calls fail with ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.writerEnd
+		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// classify turns driver errors into the package's sentinels.
+func (s *Store) classify(err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code {
+	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+		return fmt.Errorf("sqlite: %s stayed locked past the busy timeout of %v (%v): %w", s.path, s.opts.BusyTimeout, err, ErrBusy)
+	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+		return fmt.Errorf("sqlite: %s is unreadable (%v): %w", s.path, err, ErrNotDatabase)
+	}
+	return err
+}

@@ -1,0 +1,331 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+const (
+	insertClaim = `INSERT INTO records (tenant, tool, key, session, fingerprint,
+		arguments, state, owner, lease_until, trace_id, span_id, reuse_policy,
+		created_at, updated_at, expires_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (tenant, tool, key) DO NOTHING
+	RETURNING ` + columns
+
+	// replaceExpired turns a settled record past its retention into a new
+	// operation (the Reexecute policy). Tombstones are never replaced.
+	replaceExpired = `UPDATE records SET session = ?, fingerprint = ?,
+		arguments = ?, state = ?, attempts = 0, result = NULL, compacted = 0,
+		error_kind = '', error_message = '', owner = ?, lease_until = ?,
+		approval = NULL, trace_id = ?, span_id = ?, reuse_policy = ?,
+		tombstone = 0, created_at = ?, updated_at = ?, expires_at = ?
+	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+		AND expires_at <= ? AND state IN ` + settledList + `
+	RETURNING ` + columns
+
+	// takeOver hands a RETRYABLE record (the call provably never reached
+	// the tool) to a new owner.
+	takeOver = `UPDATE records SET state = 'PROCESSING', owner = ?,
+		lease_until = ?, result = NULL, compacted = 0, error_kind = '',
+		error_message = '', updated_at = ?, expires_at = ?
+	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+		AND state = 'RETRYABLE' AND fingerprint = ?
+	RETURNING ` + columns
+
+	selectRecord = `SELECT ` + columns + ` FROM records
+	WHERE tenant = ? AND tool = ? AND key = ?`
+
+	// owner is bound NULL to keep the stored owner: it changes only when
+	// the record enters PROCESSING.
+	transition = `UPDATE records SET state = ?, owner = coalesce(?, owner), lease_until = ?,
+		result = ?, compacted = ?, error_kind = ?, error_message = ?,
+		approval = coalesce(?, approval), attempts = attempts + ?,
+		updated_at = ?
+	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+		AND state = ? AND (? = 0 OR owner = ?)
+	RETURNING ` + columns
+
+	renew = `UPDATE records SET lease_until = ?, updated_at = ?
+	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+		AND state = 'PROCESSING' AND owner = ?`
+
+	expireLeases = `UPDATE records SET state = 'UNKNOWN', error_kind = ?,
+		error_message = 'the lease of ' || owner || ' ended before a result was recorded',
+		lease_until = 0, updated_at = ?
+	WHERE state = 'PROCESSING' AND lease_until <= ?
+	RETURNING tenant, tool, key`
+
+	// Purge matches settled records past retention, or not updated since
+	// a cut-off when one is given.
+	purgeMatch = `state IN ` + settledList + `
+		AND (expires_at <= ? OR (? AND updated_at < ?))`
+
+	purgeDelete = `DELETE FROM records
+	WHERE (tombstone = 1 OR reuse_policy <> 'verify') AND ` + purgeMatch
+
+	// A tombstone keeps identity and fingerprint for one more retention
+	// period, measured from now.
+	purgeTombstone = `UPDATE records SET tombstone = 1, arguments = NULL,
+		result = NULL, compacted = 0, error_message = '', updated_at = ?,
+		expires_at = ? + (expires_at - created_at)
+	WHERE tombstone = 0 AND reuse_policy = 'verify' AND ` + purgeMatch
+)
+
+// Claim implements ledger.Store. The INSERT decides: on a conflict the
+// existing row is replaced only when expired, taken over only when
+// RETRYABLE, and otherwise returned to the follower.
+func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
+	if err := validateClaim(req); err != nil {
+		return ledger.Claim{}, err
+	}
+	lease := durationOr(req.Lease, ledger.DefaultLease)
+	retention := durationOr(req.Retention, ledger.DefaultRetention)
+	policy := req.ReusePolicy
+	if policy == "" {
+		policy = ledger.Reexecute
+	}
+	state := ledger.StateProcessing
+	if req.NeedsApproval {
+		state = ledger.StatePendingApproval
+	}
+	var out ledger.Claim
+	var claimErr error
+	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+		out, claimErr = ledger.Claim{}, nil
+		var leaseUntil int64
+		if state == ledger.StateProcessing {
+			leaseUntil = nanos(now.Add(lease))
+		}
+		n, exp := nanos(now), nanos(now.Add(retention))
+		r, err := scanRecord(tx.QueryRowContext(ctx, insertClaim,
+			req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint,
+			blob(req.Arguments), string(state), req.Owner, leaseUntil, req.TraceID,
+			req.SpanID, string(policy), n, n, exp))
+		if err == nil {
+			out = ledger.Claim{Record: r, Won: true}
+			return nil, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
+		}
+		r, err = scanRecord(tx.QueryRowContext(ctx, replaceExpired,
+			req.Session, req.Fingerprint, blob(req.Arguments), string(state),
+			req.Owner, leaseUntil, req.TraceID, req.SpanID, string(policy), n, n, exp,
+			req.Tenant, req.Tool, req.Key, n))
+		if err == nil {
+			out = ledger.Claim{Record: r, Won: true}
+			return []ledger.ID{req.ID}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: claim: replace expired record: %w", err)
+		}
+		r, err = scanRecord(tx.QueryRowContext(ctx, takeOver,
+			req.Owner, nanos(now.Add(lease)), n, exp,
+			req.Tenant, req.Tool, req.Key, req.Fingerprint))
+		if err == nil {
+			out = ledger.Claim{Record: r, Won: true}
+			return []ledger.ID{req.ID}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: claim: take over retryable record: %w", err)
+		}
+		r, err = scanRecord(tx.QueryRowContext(ctx, selectRecord, req.Tenant, req.Tool, req.Key))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: claim: read existing record: %w", err)
+		}
+		out = ledger.Claim{Record: r}
+		if r.Fingerprint != req.Fingerprint {
+			// Reported to the caller, but not a failed write: the batch
+			// need not roll anything back for it.
+			claimErr = fmt.Errorf("sqlite: claim %s key %s: stored fingerprint %.12s, request %.12s: %w",
+				req.Tool, ledger.ShortHash(req.Key), r.Fingerprint, req.Fingerprint, ledger.ErrKeyReused)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return ledger.Claim{}, err
+	}
+	return out, claimErr
+}
+
+func validateClaim(req ledger.ClaimRequest) error {
+	if err := req.ID.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case req.Fingerprint == "":
+		return errors.New("sqlite: claim: empty fingerprint")
+	case req.Owner == "" && !req.NeedsApproval:
+		return errors.New("sqlite: claim: empty owner; a PROCESSING lease needs one")
+	case req.ReusePolicy != "" && req.ReusePolicy != ledger.Reexecute && req.ReusePolicy != ledger.Verify:
+		return fmt.Errorf("sqlite: claim: unknown reuse policy %q", req.ReusePolicy)
+	case req.Lease < 0 || req.Retention < 0:
+		return errors.New("sqlite: claim: negative lease or retention")
+	}
+	return nil
+}
+
+// Transition implements ledger.Store.
+func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Record, error) {
+	// The state table is consulted before storage is touched.
+	if err := ledger.CheckTransition(t.From, t.To); err != nil {
+		return nil, err
+	}
+	if err := t.ID.Validate(); err != nil {
+		return nil, err
+	}
+	if t.To == ledger.StateProcessing && t.Owner == "" {
+		return nil, errors.New("sqlite: transition to PROCESSING needs an owner")
+	}
+	approval, err := approvalJSON(t.Approval)
+	if err != nil {
+		return nil, err
+	}
+	checkOwner := 0
+	if t.From == ledger.StateProcessing {
+		checkOwner = 1
+	}
+	var rec *ledger.Record
+	err = s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+		var leaseUntil int64
+		owner := any(nil)
+		if t.To == ledger.StateProcessing {
+			leaseUntil = nanos(now.Add(durationOr(t.Lease, ledger.DefaultLease)))
+			owner = t.Owner
+		}
+		r, err := scanRecord(tx.QueryRowContext(ctx,
+			transition, string(t.To), owner, leaseUntil,
+			blob(t.Result), t.Compacted, t.ErrorKind, t.ErrorMessage, approval,
+			t.AddAttempts, nanos(now), t.Tenant, t.Tool, t.Key, string(t.From),
+			checkOwner, t.Owner))
+		if err == nil {
+			rec = r
+			return []ledger.ID{t.ID}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: transition: %w", err)
+		}
+		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, t.Tenant, t.Tool, t.Key))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: transition %s -> %s of %s key %s: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), ledger.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: transition: %w", err)
+		}
+		return nil, mismatch(t, cur)
+	})
+	return rec, err
+}
+
+func mismatch(t ledger.Transition, cur *ledger.Record) error {
+	what := fmt.Sprintf("sqlite: transition %s -> %s of %s key %s", t.From, t.To, t.Tool, ledger.ShortHash(t.Key))
+	switch {
+	case t.From == ledger.StateProcessing && cur.State == ledger.StateProcessing && !cur.Tombstone:
+		return fmt.Errorf("%s: the lease belongs to %q, not %q: %w", what, cur.Owner, t.Owner, ledger.ErrLeaseLost)
+	case t.From == ledger.StateProcessing:
+		return fmt.Errorf("%s: the record is now %s: %w", what, cur.State, ledger.ErrLeaseLost)
+	case cur.Tombstone:
+		return fmt.Errorf("%s: the record is a tombstone: %w", what, ledger.ErrStateChanged)
+	}
+	return fmt.Errorf("%s: the record is %s: %w", what, cur.State, ledger.ErrStateChanged)
+}
+
+// Renew implements ledger.Store.
+func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease time.Duration) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	lease = durationOr(lease, ledger.DefaultLease)
+	return s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+		res, err := tx.ExecContext(ctx, renew, nanos(now.Add(lease)), nanos(now), id.Tenant, id.Tool, id.Key, owner)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: renew: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return nil, err
+		}
+		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, id.Tenant, id.Tool, id.Key))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: renew %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: renew: %w", err)
+		}
+		return nil, fmt.Errorf("sqlite: renew %s key %s: the record is %s owned by %q, not %q: %w",
+			id.Tool, ledger.ShortHash(id.Key), cur.State, cur.Owner, owner, ledger.ErrLeaseLost)
+	})
+}
+
+// ExpireLeases implements ledger.Store.
+func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
+	var n int
+	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+		n = 0
+		rows, err := tx.QueryContext(ctx, expireLeases, ledger.KindLeaseExpired, nanos(now), nanos(now))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: expire leases: %w", err)
+		}
+		defer rows.Close()
+		var ids []ledger.ID
+		for rows.Next() {
+			var id ledger.ID
+			if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key); err != nil {
+				return nil, fmt.Errorf("sqlite: expire leases: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: expire leases: %w", err)
+		}
+		n = len(ids)
+		return ids, nil
+	})
+	return n, err
+}
+
+// Purge implements ledger.Store. Tombstones matched by an earlier purge are
+// deleted before new ones are made, so one call never does both to a record.
+func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
+	var n int
+	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+		n = 0
+		byUpdate := !p.UpdatedBefore.IsZero()
+		match := []any{nanos(p.ExpiredBy), byUpdate, nanos(p.UpdatedBefore)}
+		if p.ExpiredBy.IsZero() {
+			// The zero time would match every record stored with 0.
+			match[0] = int64(-1) << 62
+		}
+		res, err := tx.ExecContext(ctx, purgeDelete, match...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		deleted, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		res, err = tx.ExecContext(ctx, purgeTombstone, append([]any{nanos(now), nanos(now)}, match...)...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		tombstoned, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		n = int(deleted + tombstoned)
+		return nil, nil
+	})
+	return n, err
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
