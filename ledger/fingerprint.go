@@ -56,6 +56,13 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 			}
 		}
 		if drop {
+			// encoding/json accepts duplicate names, lone surrogates and
+			// invalid UTF-8 that RFC 8785 rejects; check the whole input
+			// first so that dropping a field never turns a document jcs
+			// refuses into one it accepts.
+			if _, err := jcs.Transform(trimmed); err != nil {
+				return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
+			}
 			var err error
 			if trimmed, err = json.Marshal(obj); err != nil {
 				return nil, fmt.Errorf("ledger: arguments: %w", err)

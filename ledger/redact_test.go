@@ -1,0 +1,164 @@
+package ledger_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+func TestIsSecretName(t *testing.T) {
+	cases := []struct {
+		name string
+		want bool
+	}{
+		{"password", true}, {"Password", true}, {"PASSWORD", true}, {"db_password", true},
+		{"passwd", true}, {"client_secret", true}, {"API_KEY", true}, {"apiKey", true},
+		{"api-key", true}, {"Api Key", true}, {"Authorization", true}, {"cookie", true},
+		{"Set-Cookie", true}, {"x-auth-token", true}, {"refresh_token", true},
+		{"credentials", true}, {"private_key", true}, {"session-key", true},
+		{"name", false}, {"author", false}, {"amount", false}, {"keyboard", false},
+		{"passage", false}, {"to", false}, {"key", false}, {"", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ledger.IsSecretName(tc.name); got != tc.want {
+				t.Fatalf("IsSecretName(%q) = %v; want %v", tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want string // compared as decoded JSON, except where numbers matter
+	}{
+		{
+			name: "top level",
+			in:   `{"user":"ann","Password":"hunter2"}`,
+			want: `{"user":"ann","Password":"[REDACTED]"}`,
+		},
+		{
+			name: "each spelling",
+			in:   `{"API_KEY":"a","apiKey":"b","Authorization":"Bearer c","cookie":"d","x-auth-token":"e","to":"bob"}`,
+			want: `{"API_KEY":"[REDACTED]","apiKey":"[REDACTED]","Authorization":"[REDACTED]","cookie":"[REDACTED]","x-auth-token":"[REDACTED]","to":"bob"}`,
+		},
+		{
+			name: "nested object",
+			in:   `{"conn":{"host":"db","auth":{"password":"p","user":"u"}}}`,
+			want: `{"conn":{"host":"db","auth":{"password":"[REDACTED]","user":"u"}}}`,
+		},
+		{
+			name: "objects inside arrays",
+			in:   `{"headers":[{"name":"Accept","value":"*/*"},{"Authorization":"Bearer x"}],"list":[[{"token":1}]]}`,
+			want: `{"headers":[{"name":"Accept","value":"*/*"},{"Authorization":"[REDACTED]"}],"list":[[{"token":"[REDACTED]"}]]}`,
+		},
+		{
+			name: "secret holding an object",
+			in:   `{"credentials":{"user":"u","pass":"p"},"n":1}`,
+			want: `{"credentials":"[REDACTED]","n":1}`,
+		},
+		{
+			name: "top-level array",
+			in:   `[{"secret":"s"},"secret",{"keep":"secret"}]`,
+			want: `[{"secret":"[REDACTED]"},"secret",{"keep":"secret"}]`,
+		},
+		{
+			name: "nothing secret",
+			in:   `{"to":"bob","amount":100,"items":[{"sku":"A-1"}]}`,
+			want: `{"to":"bob","amount":100,"items":[{"sku":"A-1"}]}`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ledger.Redact(json.RawMessage(tc.in))
+			if err != nil {
+				t.Fatalf("Redact(%s) = %v", tc.in, err)
+			}
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("Redact(%s) = %s, not JSON: %v", tc.in, got, err)
+			}
+			if err := json.Unmarshal([]byte(tc.want), &w); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("Redact(%s) = %s; want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedactKeepsNumberSpelling(t *testing.T) {
+	in := `{"token":"t","amount":1.50,"big":123456789012345678901234567890,"exp":1e+30,"neg":-0.0}`
+	got, err := ledger.Redact(json.RawMessage(in))
+	if err != nil {
+		t.Fatalf("Redact(%s) = %v", in, err)
+	}
+	for _, spelling := range []string{`1.50`, `123456789012345678901234567890`, `1e+30`, `-0.0`} {
+		if !strings.Contains(string(got), spelling) {
+			t.Errorf("Redact(%s) = %s; want number %s spelled as given", in, got, spelling)
+		}
+	}
+}
+
+func TestRedactUnchangedIsIdentical(t *testing.T) {
+	in := ` {"b":1.0, "a":[2]} `
+	got, err := ledger.Redact(json.RawMessage(in))
+	if err != nil {
+		t.Fatalf("Redact(%q) = %v", in, err)
+	}
+	if want := strings.TrimSpace(in); string(got) != want {
+		t.Fatalf("Redact(%q) = %q; want the input as given, %q", in, got, want)
+	}
+}
+
+func TestRedactRejects(t *testing.T) {
+	for _, in := range []string{`{"a":`, `{} {}`, `nope`} {
+		if got, err := ledger.Redact(json.RawMessage(in)); err == nil {
+			t.Errorf("Redact(%q) = %s, nil; want an error", in, got)
+		}
+	}
+	if got, err := ledger.Redact(nil); err != nil || got != nil {
+		t.Errorf("Redact(nil) = %s, %v; want nil, nil", got, err)
+	}
+}
+
+func TestFingerprintOfRedactedDiffers(t *testing.T) {
+	// Stores keep redacted arguments but fingerprint the real ones, so two
+	// calls that differ only in a secret are still different operations.
+	real1 := json.RawMessage(`{"url":"https://api","api_key":"k-1"}`)
+	real2 := json.RawMessage(`{"url":"https://api","api_key":"k-2"}`)
+	red, err := ledger.Redact(real1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1, _ := ledger.Fingerprint(real1)
+	f2, _ := ledger.Fingerprint(real2)
+	fr, _ := ledger.Fingerprint(red)
+	if f1 == fr {
+		t.Errorf("Fingerprint(%s) = Fingerprint(%s) = %s; want them to differ", real1, red, f1)
+	}
+	if f1 == f2 {
+		t.Errorf("Fingerprint(%s) = Fingerprint(%s); want them to differ", real1, real2)
+	}
+	if strings.Contains(string(red), "k-1") {
+		t.Errorf("Redact(%s) = %s; the key leaked", real1, red)
+	}
+}
+
+func TestRedactMap(t *testing.T) {
+	in := map[string]any{"to": "bob", "auth": map[string]any{"Password": "p"}, "n": 2.5}
+	got := ledger.RedactMap(in)
+	want := map[string]any{"to": "bob", "auth": map[string]any{"Password": ledger.Redacted}, "n": 2.5}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("RedactMap(%v) = %v; want %v", in, got, want)
+	}
+	if in["auth"].(map[string]any)["Password"] != "p" {
+		t.Fatalf("RedactMap changed its input: %v", in)
+	}
+}
