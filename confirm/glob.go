@@ -1,0 +1,50 @@
+package confirm
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Match reports whether name matches the glob pattern, ignoring case. '*'
+// matches any run of characters (including none and including '/', unlike
+// path.Match, because server labels may hold slashes) and '?' matches one
+// character; every other character matches itself. There is no escaping:
+// tool names in MCP never need a literal '*' or '?'.
+func Match(pattern, name string) bool {
+	p, n := strings.ToLower(pattern), strings.ToLower(name)
+	// Linear-time wildcard matching: remember the last '*' and the name
+	// position it would consume next, and back up there on a mismatch.
+	px, nx := 0, 0
+	starPx, starNx := -1, 0
+	for px < len(p) || nx < len(n) {
+		if px < len(p) {
+			switch c := p[px]; c {
+			case '*':
+				starPx, starNx = px, nx
+				px++
+				continue
+			case '?':
+				if nx < len(n) {
+					_, w := utf8.DecodeRuneInString(n[nx:])
+					px++
+					nx += w
+					continue
+				}
+			default:
+				if nx < len(n) && n[nx] == c {
+					px++
+					nx++
+					continue
+				}
+			}
+		}
+		if starPx >= 0 && starNx < len(n) {
+			_, w := utf8.DecodeRuneInString(n[starNx:])
+			starNx += w
+			px, nx = starPx+1, starNx
+			continue
+		}
+		return false
+	}
+	return true
+}

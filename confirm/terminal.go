@@ -1,0 +1,247 @@
+package confirm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"sync"
+
+	"github.com/charmbracelet/huh"
+	"github.com/charmbracelet/x/term"
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Terminal asks a person with a huh form: approve once, approve for this
+// session, or deny (then it asks for a reason).
+//
+// In and Out default to the controlling terminal (/dev/tty), not to stdin
+// and stdout, because under `agentctl proxy` those carry the MCP stream.
+// Without a controlling terminal Confirm returns ErrNoConfirmer. When In is
+// set and Out is not, Out is os.Stderr.
+//
+// Accessible selects huh's accessible mode: numbered plain prompts, one per
+// line, for screen readers and for scripts and tests that answer over a
+// pipe. It is also used whenever In is not a terminal, since the full-screen
+// form needs one. The default answer (an empty line) is Deny.
+//
+// One Terminal shows one prompt at a time; concurrent calls wait their turn.
+// The zero value asks on the controlling terminal.
+type Terminal struct {
+	In         io.Reader
+	Out        io.Writer
+	Accessible bool
+	// User names who answers in Answer.By ("terminal:USER"); the login
+	// name when empty.
+	User string
+
+	once sync.Once
+	turn chan struct{} // holds a token while a prompt is on screen
+}
+
+// The choices, as the form values and the elicitation enum.
+const (
+	choiceOnce    = "approve_once"
+	choiceSession = "approve_session"
+	choiceDeny    = "deny"
+)
+
+// Confirm shows req and waits for a choice or for ctx to end.
+func (t *Terminal) Confirm(ctx context.Context, req Request) (Answer, error) {
+	if t == nil {
+		return Answer{}, ErrNoConfirmer
+	}
+	t.once.Do(func() { t.turn = make(chan struct{}, 1) })
+	select {
+	case t.turn <- struct{}{}:
+	case <-ctx.Done():
+		return Answer{}, fmt.Errorf("confirm: waiting for the terminal: %w", ctx.Err())
+	}
+	in, out, closeTTY, err := t.open()
+	if err != nil {
+		<-t.turn
+		return Answer{}, err
+	}
+	type result struct {
+		a   Answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The turn is released only when the prompt has stopped reading,
+		// so a later prompt never shares the input with an abandoned one.
+		defer func() { <-t.turn }()
+		defer closeTTY()
+		a, err := t.ask(ctx, in, out, req)
+		done <- result{a, err}
+	}()
+	select {
+	case r := <-done:
+		return r.a, r.err
+	case <-ctx.Done():
+		// Closing the terminal unblocks a pending read. A caller-supplied
+		// reader stays blocked until it yields; its answer is discarded.
+		closeTTY()
+		return Answer{}, fmt.Errorf("confirm: terminal prompt: %w", ctx.Err())
+	}
+}
+
+// open returns the input and output to use and a function that closes what
+// open opened (safe to call twice).
+func (t *Terminal) open() (io.Reader, io.Writer, func(), error) {
+	if t.In != nil {
+		out := t.Out
+		if out == nil {
+			out = os.Stderr
+		}
+		return t.In, out, func() {}, nil
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w (opening the terminal: %v)", ErrNoConfirmer, err)
+	}
+	var once sync.Once
+	closeTTY := func() { once.Do(func() { _ = tty.Close() }) }
+	var out io.Writer = tty
+	if t.Out != nil {
+		out = t.Out
+	}
+	return tty, out, closeTTY, nil
+}
+
+func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Request) (Answer, error) {
+	accessible := t.Accessible || !isTerminal(in)
+	var lines *lineReader
+	if accessible {
+		// huh's accessible prompts wrap the reader in a fresh bufio.Scanner
+		// per field; feeding them one line per Read keeps a second field's
+		// answer from being swallowed by the first field's buffer.
+		lines = &lineReader{r: bufio.NewReader(in)}
+		in = lines
+	}
+	if _, err := fmt.Fprint(out, "\n"+req.Summary()); err != nil {
+		return Answer{}, fmt.Errorf("confirm: writing to the terminal: %w", err)
+	}
+	by := "terminal:" + t.user()
+
+	choice := choiceDeny
+	server := ""
+	if req.Server != "" {
+		server = " on " + safe(req.Server)
+	}
+	sel := huh.NewSelect[string]().
+		Title(fmt.Sprintf("Run %s%s?", safe(req.Tool), server)).
+		Options(
+			huh.NewOption("Approve once", choiceOnce),
+			huh.NewOption("Approve for this session (this tool, until the session ends)", choiceSession),
+			huh.NewOption("Deny", choiceDeny),
+		).
+		Value(&choice)
+	if err := t.run(ctx, huh.NewForm(huh.NewGroup(sel)), in, out, accessible); err != nil {
+		if errors.Is(err, huh.ErrUserAborted) {
+			return Answer{Decision: ledger.DecisionDenied, By: by, Reason: "aborted at the prompt"}, nil
+		}
+		return Answer{}, err
+	}
+	if lines.inputEnded() {
+		return Answer{}, ErrNoAnswer
+	}
+	switch choice {
+	case choiceOnce:
+		return Answer{Decision: ledger.DecisionApproved, By: by}, nil
+	case choiceSession:
+		return Answer{Decision: ledger.DecisionApprovedSession, By: by}, nil
+	}
+
+	var reason string
+	in2 := huh.NewInput().Title("Reason for denying (optional):").Value(&reason)
+	if err := t.run(ctx, huh.NewForm(huh.NewGroup(in2)), in, out, accessible); err != nil &&
+		!errors.Is(err, huh.ErrUserAborted) {
+		return Answer{}, err
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "denied at the terminal"
+	}
+	return Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}, nil
+}
+
+func (t *Terminal) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
+	f = f.WithInput(in).WithOutput(out).WithAccessible(accessible).WithShowHelp(!accessible)
+	err := f.RunWithContext(ctx)
+	if ctx.Err() != nil {
+		return fmt.Errorf("confirm: terminal prompt: %w", ctx.Err())
+	}
+	if err != nil && !errors.Is(err, huh.ErrUserAborted) {
+		return fmt.Errorf("confirm: terminal prompt: %w", err)
+	}
+	return err
+}
+
+func (t *Terminal) user() string {
+	if t.User != "" {
+		return t.User
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// lineReader hands out at most one line per Read. When its input ends it
+// notes that and serves a few empty lines: huh v1.0.0's accessible select
+// indexes its options with the last line it read when the input ends, which
+// after an out-of-range line would panic; an empty line selects the default
+// (Deny) instead, and Confirm reports ErrNoAnswer because the input ended.
+type lineReader struct {
+	r       *bufio.Reader
+	pending []byte
+	ended   bool
+	blanks  int
+}
+
+// maxBlanks bounds the empty lines served after the end, so a prompt that
+// rejected empty input could not loop forever.
+const maxBlanks = 4
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(l.pending) == 0 {
+		line, err := l.r.ReadSlice('\n')
+		switch {
+		case len(line) > 0:
+			l.pending = append(l.pending[:0], line...)
+		case err == nil || errors.Is(err, bufio.ErrBufferFull):
+			return 0, nil
+		case errors.Is(err, io.EOF) && l.blanks < maxBlanks:
+			l.ended = true
+			l.blanks++
+			p[0] = '\n'
+			return 1, nil
+		default:
+			l.ended = true
+			return 0, err
+		}
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// inputEnded reports whether the input ran out (always false for the
+// full-screen form, which reads the terminal directly).
+func (l *lineReader) inputEnded() bool { return l != nil && l.ended }
