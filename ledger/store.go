@@ -9,7 +9,9 @@ import (
 // Store keeps records. Every implementation passes ledgertest.Run.
 //
 // All reads and writes are scoped by tenant: no method returns a record of a
-// tenant other than the one it was asked about.
+// tenant other than the one it was asked about. Every time a Store writes or
+// compares (leases, retention, created/updated) comes from its own clock, so
+// tests can inject one.
 type Store interface {
 	// Claim atomically creates the record for req.ID in PROCESSING (owned by
 	// req.Owner under a lease) or, when req.NeedsApproval, PENDING_APPROVAL,
@@ -18,8 +20,11 @@ type Store interface {
 	//   - a different fingerprint returns the stored record and an error
 	//     wrapping ErrKeyReused; the record is untouched;
 	//   - a RETRYABLE record is taken over (PROCESSING, new owner, Won true);
-	//   - a record past ExpiresAt that is not a tombstone is replaced by a
-	//     new operation (Won true), which is the Reexecute policy.
+	//   - a settled record (State.Settled) at or past ExpiresAt that is not
+	//     a tombstone is replaced by a new operation (Won true, whatever its
+	//     fingerprint), which is the Reexecute policy.
+	// A new record starts with Attempts 0; a take-over keeps Attempts and
+	// CreatedAt.
 	// Claim never checks and then inserts: the unique constraint decides.
 	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
 
@@ -28,6 +33,9 @@ type Store interface {
 	// before storage is touched. When t.From is PROCESSING the record must
 	// still be PROCESSING and owned by t.Owner, else ErrLeaseLost. Any other
 	// mismatch of the current state fails with ErrStateChanged.
+	// An empty t.Result, empty t.ErrorKind and t.ErrorMessage, or nil
+	// t.Approval keep the stored values; entering PROCESSING clears the
+	// error. LeaseUntil is set only while the record is PROCESSING.
 	Transition(ctx context.Context, t Transition) (*Record, error)
 
 	// Renew extends the PROCESSING lease held by owner to now+lease, or
@@ -51,15 +59,18 @@ type Store interface {
 	// latest record it saw and ctx's error.
 	Wait(ctx context.Context, id ID) (*Record, error)
 
-	// ExpireLeases turns every PROCESSING record whose lease has ended into
-	// UNKNOWN (ErrorKind "lease_expired") and returns how many it changed.
+	// ExpireLeases turns every PROCESSING record whose lease has ended
+	// (LeaseUntil at or before now) into UNKNOWN (ErrorKind "lease_expired") and returns how many it changed.
 	ExpireLeases(ctx context.Context) (int, error)
 
 	// Purge removes settled records (SUCCEEDED, FAILED, DENIED, RETRYABLE)
 	// whose ExpiresAt is at or before p.ExpiredBy, or, when p.UpdatedBefore
 	// is set, whose UpdatedAt is before it. A record under the Verify policy
 	// becomes a tombstone instead; a tombstone that matches again is
-	// deleted. UNKNOWN, PROCESSING and PENDING_APPROVAL are never purged.
+	// deleted. A tombstone keeps only identity, state and fingerprint, and
+	// lives one more retention period (ExpiresAt-CreatedAt) from now.
+	// UNKNOWN, PROCESSING and PENDING_APPROVAL are never purged. Purge
+	// returns how many records it deleted or turned into tombstones.
 	Purge(ctx context.Context, p PurgeRequest) (int, error)
 
 	// Close releases the store's resources.

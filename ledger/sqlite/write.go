@@ -33,7 +33,8 @@ const (
 	// the tool) to a new owner.
 	takeOver = `UPDATE records SET state = 'PROCESSING', owner = ?,
 		lease_until = ?, result = NULL, compacted = 0, error_kind = '',
-		error_message = '', updated_at = ?, expires_at = ?
+		error_message = '', trace_id = ?, span_id = ?, updated_at = ?,
+		expires_at = ?
 	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND state = 'RETRYABLE' AND fingerprint = ?
 	RETURNING ` + columns
@@ -41,10 +42,14 @@ const (
 	selectRecord = `SELECT ` + columns + ` FROM records
 	WHERE tenant = ? AND tool = ? AND key = ?`
 
-	// owner is bound NULL to keep the stored owner: it changes only when
-	// the record enters PROCESSING.
-	transition = `UPDATE records SET state = ?, owner = coalesce(?, owner), lease_until = ?,
-		result = ?, compacted = ?, error_kind = ?, error_message = ?,
+	// A NULL owner, result or error keeps the stored value: the owner
+	// changes only when the record enters PROCESSING, and a transition that
+	// says nothing about the result or error leaves them as they were.
+	transition = `UPDATE records SET state = ?, owner = coalesce(?, owner),
+		lease_until = ?, result = coalesce(?, result),
+		compacted = CASE WHEN ? IS NULL THEN compacted ELSE ? END,
+		error_kind = coalesce(?, error_kind),
+		error_message = coalesce(?, error_message),
 		approval = coalesce(?, approval), attempts = attempts + ?,
 		updated_at = ?
 	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
@@ -71,8 +76,10 @@ const (
 
 	// A tombstone keeps identity and fingerprint for one more retention
 	// period, measured from now.
-	purgeTombstone = `UPDATE records SET tombstone = 1, arguments = NULL,
-		result = NULL, compacted = 0, error_message = '', updated_at = ?,
+	purgeTombstone = `UPDATE records SET tombstone = 1, session = '',
+		arguments = NULL, result = NULL, compacted = 0, error_kind = '',
+		error_message = '', approval = NULL, trace_id = '', span_id = '',
+		updated_at = ?,
 		expires_at = ? + (expires_at - created_at)
 	WHERE tombstone = 0 AND reuse_policy = 'verify' AND ` + purgeMatch
 )
@@ -126,7 +133,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 			return nil, fmt.Errorf("sqlite: claim: replace expired record: %w", err)
 		}
 		r, err = scanRecord(tx.QueryRowContext(ctx, takeOver,
-			req.Owner, nanos(now.Add(lease)), n, exp,
+			req.Owner, nanos(now.Add(lease)), req.TraceID, req.SpanID, n, exp,
 			req.Tenant, req.Tool, req.Key, req.Fingerprint))
 		if err == nil {
 			out = ledger.Claim{Record: r, Won: true}
@@ -194,16 +201,23 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	var rec *ledger.Record
 	err = s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		var leaseUntil int64
-		owner := any(nil)
+		var owner, kind, msg, result any
 		if t.To == ledger.StateProcessing {
 			leaseUntil = nanos(now.Add(durationOr(t.Lease, ledger.DefaultLease)))
 			owner = t.Owner
+			// A new execution starts without the last one's error.
+			kind, msg = "", ""
 		}
-		r, err := scanRecord(tx.QueryRowContext(ctx,
-			transition, string(t.To), owner, leaseUntil,
-			blob(t.Result), t.Compacted, t.ErrorKind, t.ErrorMessage, approval,
-			t.AddAttempts, nanos(now), t.Tenant, t.Tool, t.Key, string(t.From),
-			checkOwner, t.Owner))
+		if t.ErrorKind != "" || t.ErrorMessage != "" {
+			kind, msg = t.ErrorKind, t.ErrorMessage
+		}
+		if t.Result != nil {
+			result = []byte(t.Result)
+		}
+		r, err := scanRecord(tx.QueryRowContext(ctx, transition,
+			string(t.To), owner, leaseUntil, result, result, t.Compacted,
+			kind, msg, approval, t.AddAttempts, nanos(now),
+			t.Tenant, t.Tool, t.Key, string(t.From), checkOwner, t.Owner))
 		if err == nil {
 			rec = r
 			return []ledger.ID{t.ID}, nil
@@ -252,7 +266,7 @@ func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease tim
 		}
 		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, id.Tenant, id.Tool, id.Key))
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("sqlite: renew %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrNotFound)
+			return nil, fmt.Errorf("sqlite: renew %s key %s: no such record: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrLeaseLost)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: renew: %w", err)
