@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+func init() { ledgerCommands = append(ledgerCommands, newLedgerPurgeCmd) }
+
+func newLedgerPurgeCmd(a *app) *cobra.Command {
+	var olderThan string
+	c := &cobra.Command{
+		Use:   "purge [--older-than DURATION]",
+		Short: "Remove settled records past their retention or older than DURATION",
+		Long: `purge removes settled records (SUCCEEDED, FAILED, DENIED, RETRYABLE) whose
+retention has ended, and with --older-than those last updated longer ago than
+DURATION (Go durations such as 90m or 36h, or days such as 7d). UNKNOWN,
+PROCESSING and PENDING_APPROVAL records are never purged. A tool under the
+"verify" reuse policy keeps a tombstone of key and fingerprint.
+
+Purge is maintenance of the whole ledger: it applies to every tenant.`,
+		Args: usageArgs(0, 0),
+		RunE: runE(func(c *cobra.Command, _ []string) error {
+			now := time.Now()
+			req := ledger.PurgeRequest{ExpiredBy: now}
+			if olderThan != "" {
+				d, err := parseAge(olderThan)
+				if err != nil {
+					return err
+				}
+				req.UpdatedBefore = now.Add(-d)
+			}
+			st, err := a.ledger(c.Context(), readOnly)
+			if err != nil {
+				return err
+			}
+			n, err := st.Purge(c.Context(), req)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(map[string]int{"purged": n})
+			}
+			fmt.Fprintf(a.io.Out, "purged %d records\n", n)
+			return nil
+		}),
+	}
+	c.Flags().StringVar(&olderThan, "older-than", "", "also purge settled records last updated before now minus DURATION (e.g. 36h, 7d)")
+	return c
+}
+
+// parseAge parses a Go duration, or a whole number of days written "7d".
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n >= 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, exitf(exitUsage, "--older-than %q: want a duration such as 90m, 36h or 7d", s)
+	}
+	return d, nil
+}

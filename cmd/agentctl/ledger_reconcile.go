@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
+
+// KindReconciled is the ErrorKind of a record a person reconciled; its
+// ErrorMessage says who, when and the note.
+const kindReconciled = "reconciled"
+
+// metaReconciled marks the result of a reconciled record, beside the replay
+// marker, so a runtime can tell it from a result the tool returned.
+const metaReconciled = "io.github.mcpledger/reconciled"
+
+func newLedgerReconcileCmd(a *app) *cobra.Command {
+	var as, note, tool string
+	c := &cobra.Command{
+		Use:   "reconcile KEY --as succeeded|failed [--note TEXT] [--tool T]",
+		Short: "Settle an UNKNOWN record after checking what really happened",
+		Long: `reconcile settles an UNKNOWN record as SUCCEEDED or FAILED once a person has
+checked at the server whether the call took effect.
+
+The record keeps the note: its error kind becomes "reconciled" and its error
+message says who reconciled it, when, and the note. Because a record that no
+tool returned has no result, reconcile stores one text result that says the
+same, so a later replay of the operation tells the model what a person
+decided (isError is set for --as failed).`,
+		Args: usageArgs(1, 1),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			var to ledger.State
+			switch strings.ToLower(as) {
+			case "succeeded":
+				to = ledger.StateSucceeded
+			case "failed":
+				to = ledger.StateFailed
+			default:
+				return exitf(exitUsage, "--as %q: want --as succeeded or --as failed", as)
+			}
+			st, err := a.ledger(c.Context(), readOnly)
+			if err != nil {
+				return err
+			}
+			r, err := a.findByKey(c.Context(), st, args[0], tool, "")
+			if err != nil {
+				return err
+			}
+			if r.State != ledger.StateUnknown {
+				return exitf(exitUsage, "record %s (%s) is %s; only UNKNOWN records are reconciled", r.Key, r.Tool, r.State)
+			}
+			by := a.who()
+			now := time.Now().UTC()
+			message := fmt.Sprintf("reconciled as %s by %s at %s", to, by, now.Format(time.RFC3339))
+			if note != "" {
+				message += ": " + note
+			}
+			result, err := reconciledResult(r, to, by, note, message, now)
+			if err != nil {
+				return err
+			}
+			done, err := st.Transition(c.Context(), ledger.Transition{
+				ID:           r.ID,
+				From:         ledger.StateUnknown,
+				To:           to,
+				Result:       result,
+				ErrorKind:    kindReconciled,
+				ErrorMessage: message,
+			})
+			if errors.Is(err, ledger.ErrStateChanged) {
+				return exitf(exitUsage, "record %s changed while reconciling it; look again with agentctl ledger show %s", r.Key, r.Key)
+			}
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(done)
+			}
+			fmt.Fprintf(a.io.Out, "%s %s: %s -> %s\n", done.Tool, done.Key, ledger.StateUnknown, done.State)
+			return nil
+		}),
+	}
+	c.Flags().StringVar(&as, "as", "", "what happened: succeeded or failed (required)")
+	c.Flags().StringVar(&note, "note", "", "why: what was checked, kept on the record")
+	c.Flags().StringVar(&tool, "tool", "", "the record's tool, when several tools used the key")
+	return c
+}
+
+// reconciledResult is the CallToolResult a replay of a reconciled operation
+// returns.
+func reconciledResult(r *ledger.Record, to ledger.State, by, note, message string, now time.Time) (json.RawMessage, error) {
+	text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", r.Tool, r.Key, message)
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: to == ledger.StateFailed,
+		Meta: mcp.Meta{metaReconciled: map[string]any{
+			"as": string(to), "by": by, "at": now.Format(time.RFC3339), "note": note,
+		}},
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the reconciled result: %w", err)
+	}
+	return b, nil
+}
+
+// who names the person running agentctl, for approvals and reconciliations.
+func (a *app) who() string {
+	for _, name := range []string{"USER", "LOGNAME", "USERNAME"} {
+		if u := a.getenv(name); u != "" {
+			return "agentctl:" + u
+		}
+	}
+	return "agentctl"
+}

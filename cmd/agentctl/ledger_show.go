@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+func init() { ledgerCommands = append(ledgerCommands, newLedgerShowCmd) }
+
+func newLedgerShowCmd(a *app) *cobra.Command {
+	var tool string
+	c := &cobra.Command{
+		Use:   "show KEY [--tool T]",
+		Short: "Show one record: state, attempts, approval, error and result",
+		Args:  usageArgs(1, 1),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			st, err := a.ledger(c.Context(), readOnly)
+			if err != nil {
+				return err
+			}
+			r, err := a.findByKey(c.Context(), st, args[0], tool, "")
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(r)
+			}
+			return a.showRecord(r)
+		}),
+	}
+	c.Flags().StringVar(&tool, "tool", "", "the record's tool, when several tools used the key")
+	return c
+}
+
+// showRecord prints a record as aligned "field value" lines.
+func (a *app) showRecord(r *ledger.Record) error {
+	t := newTable(a.io.Out, a.colour(), "FIELD", "VALUE")
+	t.row("key", t.paint(plain, r.Key))
+	t.row("tool", t.paint(plain, r.Tool))
+	t.row("tenant", t.paint(plain, r.Tenant))
+	t.row("session", t.paint(plain, orDash(r.Session)))
+	t.row("state", t.paint(stateColour(r.State), string(r.State)))
+	t.row("attempts", t.paint(plain, strconv.Itoa(r.Attempts)))
+	t.row("arguments", t.paint(plain, orDash(string(r.Arguments))))
+	t.row("fingerprint", t.paint(plain, r.Fingerprint))
+	t.row("created", t.paint(plain, timeText(r.CreatedAt)))
+	t.row("updated", t.paint(plain, timeText(r.UpdatedAt)))
+	t.row("expires", t.paint(plain, timeText(r.ExpiresAt)))
+	if r.Owner != "" {
+		t.row("owner", t.paint(plain, r.Owner))
+	}
+	if r.State.Waiting() && !r.LeaseUntil.IsZero() {
+		t.row("lease until", t.paint(plain, timeText(r.LeaseUntil)))
+	}
+	if ap := r.Approval; ap != nil {
+		text := fmt.Sprintf("%s by %s at %s", ap.Decision, orDash(ap.By), timeText(ap.At))
+		if ap.Reason != "" {
+			text += ": " + ap.Reason
+		}
+		t.row("approval", t.paint(plain, text))
+	}
+	if r.ErrorKind != "" || r.ErrorMessage != "" {
+		t.row("error", t.paint(plain, fmt.Sprintf("%s: %s", orDash(r.ErrorKind), r.ErrorMessage)))
+	}
+	if r.TraceID != "" {
+		t.row("trace", t.paint(plain, r.TraceID))
+	}
+	if r.Tombstone {
+		t.row("tombstone", t.paint(plain, "yes: only the key and fingerprint remain"))
+	}
+	res, err := decodeResult(r.Result)
+	switch {
+	case err != nil:
+		t.row("result", t.paint(plain, clip(string(r.Result), 200)))
+	case res != nil:
+		text := resultText(res)
+		if r.Compacted {
+			text = "(compacted) " + text
+		}
+		t.row("result", t.paint(plain, clip(text, 200)))
+	}
+	return t.flush()
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Exit codes of DESIGN.md "agentctl".
+const (
+	exitOK          = 0
+	exitFailed      = 1 // the tool said no (isError), or a replayed failure
+	exitUsage       = 2 // bad usage or input: fix the command line and run again
+	exitDenied      = 3 // a person or the policy refused the call
+	exitUnknown     = 4 // the outcome is unknown or still in progress: reconcile
+	exitUnreachable = 5 // the upstream server could not be reached
+)
+
+// commands holds the constructors of the subcommands. Each command file
+// appends its own in an init function, so adding a command (proxy, demo) is
+// adding a file, without touching the others.
+var commands []func(*app) *cobra.Command
+
+func register(newCmd func(*app) *cobra.Command) { commands = append(commands, newCmd) }
+
+// stdio is where a run reads and writes; tests and Example pass buffers.
+type stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// app is the state shared by every command of one run: the global flags and
+// the lazily opened ledger.
+type app struct {
+	io     stdio
+	getenv func(string) string
+
+	ledgerURL string
+	tenant    string
+	json      bool
+
+	store      ledger.Store
+	closeStore func() error
+}
+
+// exitError carries the exit code for an error a command returns.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitf returns an error that ends the run with code. The message is the one
+// line printed on stderr; it names the fix.
+func exitf(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+// withCode attaches code to err unless err already carries one.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*exitError](err); ok {
+		return err
+	}
+	return &exitError{code: code, err: err}
+}
+
+// run executes one agentctl command line and returns the exit code.
+func run(ctx context.Context, args []string, s stdio, getenv func(string) string) int {
+	a := &app{io: s, getenv: getenv}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	err := root.ExecuteContext(ctx)
+	if cerr := a.close(); err == nil && cerr != nil {
+		err = withCode(exitFailed, fmt.Errorf("closing the ledger: %w", cerr))
+	}
+	if err == nil {
+		return exitOK
+	}
+	code := exitUsage // cobra's own errors: unknown command, flag or argument count
+	if e, ok := errors.AsType[*exitError](err); ok {
+		code = e.code
+	}
+	fmt.Fprintf(s.Err, "agentctl: %s\n", oneLine(err.Error()))
+	return code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "Call MCP tools through an idempotency ledger, and inspect the ledger",
+		Long: `agentctl calls MCP tools through the mcpledger idempotency ledger, so a
+repeated call returns the first call's result instead of a second side effect.
+
+Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
+4 outcome unknown or still in progress, 5 upstream unreachable.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Help and completion are generated; a bare "agentctl" shows help.
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exitf(exitUsage, "%v; see %s --help", err, c.CommandPath())
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.ledgerURL, "ledger", a.env("MCPLEDGER_LEDGER", ""),
+		"ledger: a SQLite file path or a postgres:// URL (env MCPLEDGER_LEDGER; default $XDG_STATE_HOME/mcpledger/ledger.db)")
+	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
+		"tenant whose records are read and written (env MCPLEDGER_TENANT)")
+	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := ledger.ValidateTenant(a.tenant); err != nil {
+			return exitf(exitUsage, "--tenant %q: %v", a.tenant, err)
+		}
+		return nil
+	}
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(a))
+	}
+	return root
+}
+
+// env returns the environment variable name, or def when it is empty.
+func (a *app) env(name, def string) string {
+	if v := a.getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// runE adapts a command body: an error without an exit code is a failure
+// (exit 1), and arguments are checked before the body runs.
+func runE(body func(c *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		return withCode(exitFailed, body(c, args))
+	}
+}
+
+// usageArgs checks the number of positional arguments with a message that
+// names the usage line.
+func usageArgs(min, max int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < min || (max >= 0 && len(args) > max) {
+			return exitf(exitUsage, "%s takes %s; usage: %s", c.CommandPath(), argCount(min, max), c.UseLine())
+		}
+		return nil
+	}
+}
+
+// subcommandArgs rejects a mistyped subcommand of a command that only
+// groups others, suggesting the nearest names; cobra does this for the root
+// command only.
+func subcommandArgs(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := ""
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return exitf(exitUsage, "unknown command %q for %s%s; see %s --help", args[0], c.CommandPath(), hint, c.CommandPath())
+}
+
+func argCount(min, max int) string {
+	switch {
+	case min == max && min == 0:
+		return "no arguments"
+	case min == max && min == 1:
+		return "one argument"
+	case min == max:
+		return fmt.Sprintf("%d arguments", min)
+	case max < 0:
+		return fmt.Sprintf("at least %d arguments", min)
+	}
+	return fmt.Sprintf("%d to %d arguments", min, max)
+}
+
+// oneLine folds a multi-line error message into one line: the CLI promises
+// one line per error on stderr.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// isTerminal reports whether f is an interactive terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	return isatty(f.Fd())
+}
