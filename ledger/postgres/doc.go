@@ -1,0 +1,40 @@
+// Package postgres is the ledger.Store that many processes and hosts share:
+// agent runtimes on several machines, or replicas of one MCP server, claim
+// operations against one PostgreSQL database, and its primary key on
+// (tenant, tool, key) decides which caller executes.
+//
+//	st, err := postgres.Open(ctx, "postgres://app:secret@db:5432/app", nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer st.Close()
+//	c, err := st.Claim(ctx, ledger.ClaimRequest{
+//		ID:          ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "order-42"},
+//		Fingerprint: fp,
+//		Owner:       "worker-1",
+//	})
+//
+// How it keeps the contract:
+//
+//   - A claim is INSERT ... ON CONFLICT DO NOTHING RETURNING; only when it
+//     inserted nothing are the take-overs (a RETRYABLE record, a settled one
+//     past retention) tried, each as one guarded UPDATE. Nothing checks and
+//     then inserts.
+//   - Transitions are compare-and-set UPDATEs on state and lease owner.
+//   - Followers in this process are woken by the writer; followers in other
+//     processes by LISTEN/NOTIFY (a trigger notifies whenever a record leaves
+//     PROCESSING or PENDING_APPROVAL), with a bounded poll as the fallback.
+//   - Every timestamp comes from Options.Now, never from the database clock.
+//   - ExpireLeases and Purge work in bounded batches with SKIP LOCKED.
+//   - While the server restarts, operations retry for Options.ReconnectFor.
+//     A write whose connection died after it was sent reads its row back
+//     and compares the random token it wrote, so a claim is won, and a
+//     transition done, exactly when it committed.
+//
+// The tables live in one schema: Options.Schema, else the first entry of the
+// URL's search_path parameter, else "mcpledger". Open creates it and applies
+// the embedded, versioned migrations under an advisory lock, one transaction
+// each; a schema migrated by a newer build is refused with ErrSchemaTooNew.
+//
+// Times are stored at PostgreSQL's resolution, the microsecond.
+package postgres

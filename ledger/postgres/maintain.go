@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Both sweeps work in batches of BatchSize rows, one short statement each,
+// and skip rows another transaction holds (FOR UPDATE SKIP LOCKED): an owner
+// completing its record at this moment is not blocked, and several
+// processes sweeping at once split the work instead of queueing.
+
+const expireBatch = `WITH due AS (
+		SELECT tenant, tool, key FROM records
+		WHERE state = 'PROCESSING' AND lease_until <= $1
+		ORDER BY lease_until
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED)
+	UPDATE records r SET state = 'UNKNOWN', error_kind = $3,
+		error_message = 'the lease of owner ' || r.owner || ' ended before the call finished',
+		lease_until = NULL, updated_at = $1
+	FROM due
+	WHERE r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
+	RETURNING r.tenant, r.tool, r.key`
+
+// ExpireLeases turns every PROCESSING record whose lease has ended into
+// UNKNOWN and returns how many it changed.
+func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var ids []ledger.ID
+		err := s.retry(ctx, func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error {
+				ids = ids[:0]
+				rows, err := c.Query(ctx, expireBatch, s.clock(), s.batchSize, ledger.KindLeaseExpired)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var id ledger.ID
+					if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key); err != nil {
+						return err
+					}
+					ids = append(ids, id)
+				}
+				return rows.Err()
+			})
+		})
+		if err != nil {
+			return total, fmt.Errorf("postgres: expire leases: %w", err)
+		}
+		total += len(ids)
+		for _, id := range ids {
+			s.waiters.wake(notifyPayload(id))
+		}
+		if len(ids) < s.batchSize {
+			return total, nil
+		}
+	}
+}
+
+// purgeBatch deletes due records, or turns those under the Verify policy
+// into tombstones (only identity and fingerprint remain). $5 is this
+// call's token: a tombstone made by this call is not due again within it.
+const purgeBatch = `WITH due AS (
+		SELECT tenant, tool, key, (reuse_policy = 'verify' AND NOT tombstone) AS keep
+		FROM records
+		WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE')
+			AND (expires_at <= $1 OR ($2::timestamptz IS NOT NULL AND updated_at < $2))
+			AND op_token IS DISTINCT FROM $5
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED),
+	gone AS (
+		DELETE FROM records r USING due
+		WHERE NOT due.keep AND r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
+		RETURNING 1),
+	kept AS (
+		UPDATE records r SET tombstone = true, session = '', arguments = NULL, result = NULL,
+			compacted = false, error_kind = '', error_message = '', approval = NULL,
+			trace_id = '', span_id = '', expires_at = $4::timestamptz + (r.expires_at - r.created_at), updated_at = $4, op_token = $5
+		FROM due
+		WHERE due.keep AND r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
+		RETURNING 1)
+	SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept), (SELECT count(*) FROM due)`
+
+// Purge removes settled records past their retention (or last updated
+// before p.UpdatedBefore). Under the Verify policy a record becomes a
+// tombstone that lives one more retention period; a tombstone that is due
+// again is deleted. UNKNOWN, PROCESSING and PENDING_APPROVAL are kept.
+func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
+	var updatedBefore *time.Time
+	if !p.UpdatedBefore.IsZero() {
+		u := p.UpdatedBefore.UTC()
+		updatedBefore = &u
+	}
+	token := newToken()
+	total := 0
+	for {
+		var changed, due int
+		err := s.retry(ctx, func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error {
+				return c.QueryRow(ctx, purgeBatch, p.ExpiredBy.UTC(), updatedBefore, s.batchSize, s.clock(), token).
+					Scan(&changed, &due)
+			})
+		})
+		if err != nil {
+			return total, fmt.Errorf("postgres: purge: %w", err)
+		}
+		total += changed
+		if due < s.batchSize {
+			return total, nil
+		}
+	}
+}

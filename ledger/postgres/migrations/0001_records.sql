@@ -1,0 +1,65 @@
+-- Records of tool-call operations. (tenant, tool, key) is the identity the
+-- whole ledger rests on: the primary key is the unique constraint that decides
+-- every claim race. Identity columns use the "C" collation so List orders by
+-- bytes, the same on every server and every Store.
+CREATE TABLE records (
+    tenant            text COLLATE "C" NOT NULL,
+    tool              text COLLATE "C" NOT NULL,
+    key               text COLLATE "C" NOT NULL,
+    session           text NOT NULL DEFAULT '',
+    fingerprint       text NOT NULL,
+    -- bytea, not jsonb: arguments and results come back byte for byte.
+    arguments         bytea,
+    state             text NOT NULL CHECK (state IN ('PENDING_APPROVAL', 'PROCESSING',
+                          'SUCCEEDED', 'FAILED', 'RETRYABLE', 'UNKNOWN', 'DENIED')),
+    attempts          integer NOT NULL DEFAULT 0,
+    result            bytea,
+    compacted         boolean NOT NULL DEFAULT false,
+    error_kind        text NOT NULL DEFAULT '',
+    error_message     text NOT NULL DEFAULT '',
+    owner             text NOT NULL DEFAULT '',
+    lease_until       timestamptz,
+    -- ledger.Approval as JSON: decision, by, at, reason.
+    approval          jsonb,
+    trace_id          text NOT NULL DEFAULT '',
+    span_id           text NOT NULL DEFAULT '',
+    reuse_policy      text NOT NULL DEFAULT 'reexecute',
+    tombstone         boolean NOT NULL DEFAULT false,
+    -- Random token of the last write. When a connection dies after a write
+    -- was sent, the writer reads it back to learn whether its write committed.
+    op_token          bytea,
+    created_at        timestamptz NOT NULL,
+    updated_at        timestamptz NOT NULL,
+    expires_at        timestamptz NOT NULL,
+    PRIMARY KEY (tenant, tool, key)
+);
+
+-- List: newest first with a (created_at, tool, key) cursor.
+CREATE INDEX records_list ON records (tenant, created_at DESC, tool DESC, key DESC);
+-- FindRecent: the re-planning window.
+CREATE INDEX records_recent ON records (tenant, session, tool, fingerprint, created_at DESC);
+-- ExpireLeases scans only live leases.
+CREATE INDEX records_lease ON records (lease_until) WHERE state = 'PROCESSING';
+-- Purge scans only settled records.
+CREATE INDEX records_expiry ON records (expires_at)
+    WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE');
+CREATE INDEX records_updated ON records (updated_at)
+    WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE');
+
+-- Followers in other processes LISTEN on "mcpledger:<schema>". A trigger,
+-- rather than the Go code, sends the notification so that every writer (this
+-- package, an operator's UPDATE, lease expiry) wakes them. The payload is the
+-- md5 of tenant, tool and key joined by chr(31): short, and free of the
+-- 8000-byte payload limit whatever the tool name.
+CREATE FUNCTION records_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('mcpledger:' || TG_TABLE_SCHEMA,
+        md5(NEW.tenant || chr(31) || NEW.tool || chr(31) || NEW.key));
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER records_left_waiting AFTER UPDATE OF state ON records
+    FOR EACH ROW
+    WHEN (OLD.state IN ('PROCESSING', 'PENDING_APPROVAL') AND NEW.state IS DISTINCT FROM OLD.state)
+    EXECUTE FUNCTION records_notify();

@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// recordCols is the column list every query that returns records selects,
+// in the order scanRecord reads them.
+const recordCols = `tenant, tool, key, session, fingerprint, arguments, state, attempts,
+	result, compacted, error_kind, error_message, owner, lease_until,
+	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token`
+
+// scanRecord reads one row of recordCols and returns the record and the
+// token of the write that produced it.
+func scanRecord(row pgx.Row) (*ledger.Record, []byte, error) {
+	var (
+		r          ledger.Record
+		state      string
+		policy     string
+		leaseUntil *time.Time
+		approval   []byte
+		token      []byte
+	)
+	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts,
+		&r.Result, &r.Compacted, &r.ErrorKind, &r.ErrorMessage, &r.Owner, &leaseUntil,
+		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &token)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.State = ledger.State(state)
+	r.ReusePolicy = ledger.ReusePolicy(policy)
+	if leaseUntil != nil {
+		r.LeaseUntil = leaseUntil.UTC()
+	}
+	if approval != nil {
+		var a ledger.Approval
+		if err := json.Unmarshal(approval, &a); err != nil {
+			return nil, nil, fmt.Errorf("postgres: decode approval of %s: %w", r.Tool, err)
+		}
+		r.Approval = &a
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	r.ExpiresAt = r.ExpiresAt.UTC()
+	return &r, token, nil
+}
+
+// scanRecords reads every row of recordCols.
+func scanRecords(rows pgx.Rows) ([]*ledger.Record, error) {
+	defer rows.Close()
+	var out []*ledger.Record
+	for rows.Next() {
+		r, _, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// notifyPayload is what the records_notify trigger sends for id.
+func notifyPayload(id ledger.ID) string {
+	sum := md5.Sum([]byte(id.Tenant + "\x1f" + id.Tool + "\x1f" + id.Key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns the record of id or ledger.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	rec, _, err := s.get(ctx, id)
+	return rec, err
+}
+
+// get reads a record and its write token, retrying while the connection is
+// lost: a read is always safe to repeat.
+func (s *Store) get(ctx context.Context, id ledger.ID) (*ledger.Record, []byte, error) {
+	var (
+		rec   *ledger.Record
+		token []byte
+	)
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			var err error
+			rec, token, err = scanRecord(c.QueryRow(ctx, `SELECT `+recordCols+` FROM records
+				WHERE tenant = $1 AND tool = $2 AND key = $3`, id.Tenant, id.Tool, id.Key))
+			return err
+		})
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, fmt.Errorf("%w: tenant %q tool %q key %s", ledger.ErrNotFound, id.Tenant, id.Tool, ledger.ShortHash(id.Key))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: get: %w", err)
+	}
+	return rec, token, nil
+}
+
+// FindRecent returns the records of (tenant, session, tool, fingerprint)
+// created at or after q.Since, newest first.
+func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger.Record, error) {
+	if err := ledger.ValidateTenant(q.Tenant); err != nil {
+		return nil, err
+	}
+	var out []*ledger.Record
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			rows, err := c.Query(ctx, `SELECT `+recordCols+` FROM records
+				WHERE tenant = $1 AND session = $2 AND tool = $3 AND fingerprint = $4 AND created_at >= $5
+				ORDER BY created_at DESC, tool DESC, key DESC`,
+				q.Tenant, q.Session, q.Tool, q.Fingerprint, q.Since.UTC())
+			if err != nil {
+				return err
+			}
+			out, err = scanRecords(rows)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: find recent: %w", err)
+	}
+	return out, nil
+}
+
+// List returns one page of a tenant's records, newest first by
+// (CreatedAt, Tool, Key), and the cursor of the next page.
+func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+	if err := ledger.ValidateTenant(f.Tenant); err != nil {
+		return ledger.Page{}, err
+	}
+	if f.State != "" && !f.State.Valid() {
+		return ledger.Page{}, fmt.Errorf("postgres: list: unknown state %q", f.State)
+	}
+	where := []string{"tenant = $1"}
+	args := []any{f.Tenant}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.Session != "" {
+		add("session = $?", f.Session)
+	}
+	if f.Tool != "" {
+		add("tool = $?", f.Tool)
+	}
+	if f.State != "" {
+		add("state = $?", string(f.State))
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= $?", f.Since.UTC())
+	}
+	if f.Cursor != "" {
+		cur, err := ledger.DecodeCursor(f.Cursor)
+		if err != nil {
+			return ledger.Page{}, err
+		}
+		args = append(args, cur.CreatedAt.UTC(), cur.Tool, cur.Key)
+		n := len(args)
+		where = append(where, fmt.Sprintf("(created_at, tool, key) < ($%d, $%d, $%d)", n-2, n-1, n))
+	}
+	limit := f.PageSize()
+	args = append(args, limit+1)
+	sql := `SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY created_at DESC, tool DESC, key DESC LIMIT $` + strconv.Itoa(len(args))
+
+	var recs []*ledger.Record
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			rows, err := c.Query(ctx, sql, args...)
+			if err != nil {
+				return err
+			}
+			recs, err = scanRecords(rows)
+			return err
+		})
+	})
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("postgres: list: %w", err)
+	}
+	var page ledger.Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.Next = ledger.EncodeCursor(recs[limit-1])
+	}
+	page.Records = recs
+	return page, nil
+}

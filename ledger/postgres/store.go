@@ -1,0 +1,241 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+var _ ledger.Store = (*Store)(nil)
+
+// ErrPoolTimeout: every connection of the pool stayed busy for
+// Options.AcquireTimeout. Nothing was written.
+var ErrPoolTimeout = errors.New("postgres: no pooled connection became free in time")
+
+// DefaultSchema holds the ledger's tables when neither Options.Schema nor the
+// URL's search_path names one.
+const DefaultSchema = "mcpledger"
+
+// Defaults for Options fields left zero.
+const (
+	DefaultAcquireTimeout = 10 * time.Second
+	DefaultPollMin        = 20 * time.Millisecond
+	DefaultPollMax        = time.Second
+	DefaultBatchSize      = 500
+	DefaultReconnectFor   = 15 * time.Second
+)
+
+// maxSchemaLen keeps the notification channel "mcpledger:<schema>" within
+// PostgreSQL's 63-byte identifier limit.
+const maxSchemaLen = 53
+
+// Options tune a Store. A nil *Options means all defaults.
+type Options struct {
+	// Schema holds the ledger's tables. Default: the first entry of the
+	// URL's search_path parameter, else DefaultSchema. It is created when
+	// missing.
+	Schema string
+	// Now is the clock every stored timestamp and every lease and expiry
+	// comparison uses (time.Now when nil). The database's own clock is never
+	// consulted, so tests can move time and many hosts agree with their own
+	// clocks' skew only.
+	Now func() time.Time
+	// MaxConns is the pool size (the pool's default, max(4, NumCPU), when
+	// zero). Followers waiting in Wait hold no connection between polls;
+	// one more connection per Store listens for notifications.
+	MaxConns int32
+	// AcquireTimeout bounds the wait for a pooled connection; past it an
+	// operation fails with ErrPoolTimeout instead of queueing without end.
+	AcquireTimeout time.Duration
+	// PollMin and PollMax bound the poll a follower in Wait falls back to
+	// when no notification arrives (the listener is reconnecting or a
+	// notification was lost). With a live listener Wait polls at PollMax.
+	PollMin, PollMax time.Duration
+	// BatchSize is how many records ExpireLeases and Purge change per
+	// statement, so neither holds many row locks or a long transaction.
+	BatchSize int
+	// ReconnectFor is how long an operation keeps retrying while the server
+	// is unreachable or restarting. Negative disables retries.
+	ReconnectFor time.Duration
+}
+
+// Store is a ledger.Store on PostgreSQL, shared by every process that opens
+// the same database and schema. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	now    func() time.Time
+
+	acquireTimeout time.Duration
+	pollMin        time.Duration
+	pollMax        time.Duration
+	batchSize      int
+	reconnectFor   time.Duration
+
+	waiters *waiters
+	lis     *listener
+
+	closeOnce sync.Once
+}
+
+// IsURL reports whether s is a PostgreSQL connection URL (postgres:// or
+// postgresql://), the forms Open accepts.
+func IsURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// Open connects to the database at url (postgres://user:pass@host:port/db?...
+// or postgresql://...), migrates the ledger schema under an advisory lock,
+// and returns the Store. A schema migrated by a newer build is refused with
+// ErrSchemaTooNew.
+func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+	if !IsURL(url) {
+		return nil, fmt.Errorf("postgres: open: want a postgres:// or postgresql:// URL, got %q", redactURL(url))
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message may quote the URL with its password.
+		return nil, fmt.Errorf("postgres: open: parse url %q: %w", redactURL(url), errors.New(redactURL(err.Error())))
+	}
+	schema := o.Schema
+	if schema == "" {
+		schema = firstSearchPath(cfg.ConnConfig.RuntimeParams["search_path"])
+	}
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if len(schema) > maxSchemaLen || strings.ContainsRune(schema, 0) {
+		return nil, fmt.Errorf("postgres: open: schema name %q is longer than %d bytes", schema, maxSchemaLen)
+	}
+	// Every pooled connection resolves the ledger's tables in its schema; the
+	// SQL in this package names no schema.
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	s := &Store{
+		schema:         schema,
+		now:            o.Now,
+		acquireTimeout: positive(o.AcquireTimeout, DefaultAcquireTimeout),
+		pollMin:        positive(o.PollMin, DefaultPollMin),
+		pollMax:        positive(o.PollMax, DefaultPollMax),
+		batchSize:      o.BatchSize,
+		reconnectFor:   o.ReconnectFor,
+		waiters:        newWaiters(),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.pollMax < s.pollMin {
+		s.pollMax = s.pollMin
+	}
+	if s.batchSize <= 0 {
+		s.batchSize = DefaultBatchSize
+	}
+	switch {
+	case s.reconnectFor == 0:
+		s.reconnectFor = DefaultReconnectFor
+	case s.reconnectFor < 0:
+		s.reconnectFor = 0
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if err := migrate(ctx, s.pool, schema); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	s.lis = newListener(cfg.ConnConfig.Copy(), "mcpledger:"+schema, s.waiters)
+	return s, nil
+}
+
+// Schema is the PostgreSQL schema that holds this store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Close stops the listener and closes the pool. Calls in flight fail.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.lis.stop()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// clock returns the injected time at the database's resolution, so a record
+// returned by a write equals the same record read back.
+func (s *Store) clock() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+// conn acquires a pooled connection, waiting at most acquireTimeout.
+func (s *Store) conn(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
+	defer cancel()
+	c, err := s.pool.Acquire(actx)
+	if err == nil {
+		return c, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if actx.Err() != nil {
+		st := s.pool.Stat()
+		return nil, fmt.Errorf("%w: waited %v, %d of %d connections in use", ErrPoolTimeout, s.acquireTimeout, st.AcquiredConns(), st.MaxConns())
+	}
+	return nil, err
+}
+
+func positive(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// firstSearchPath returns the first schema of a search_path value, unquoted.
+func firstSearchPath(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	first = strings.TrimSpace(first)
+	if len(first) >= 2 && first[0] == '"' && first[len(first)-1] == '"' {
+		return strings.ReplaceAll(first[1:len(first)-1], `""`, `"`)
+	}
+	if first == "$user" {
+		return ""
+	}
+	// Unquoted identifiers fold to lower case, as PostgreSQL folds them.
+	return strings.ToLower(first)
+}
+
+// redactURL hides the password of every URL in s.
+func redactURL(s string) string {
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		i := strings.Index(strings.ToLower(s), scheme)
+		if i < 0 {
+			continue
+		}
+		rest := s[i+len(scheme):]
+		at := strings.Index(rest, "@")
+		end := strings.IndexAny(rest, "/? ")
+		if at < 0 || (end >= 0 && end < at) {
+			continue
+		}
+		if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+			s = s[:i+len(scheme)] + rest[:colon] + ":xxxxx" + rest[at:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// transitionSQL is the compare-and-set: the WHERE clause holds the expected
+// state (and, leaving PROCESSING, the lease owner). A NULL owner, result,
+// error or approval keeps the stored value: the owner changes only when the
+// record enters PROCESSING, and a transition that says nothing about the
+// result or error leaves them as they were.
+const transitionSQL = `UPDATE records SET
+		state = $4,
+		owner = coalesce($6, owner),
+		lease_until = $12,
+		result = coalesce($7, result),
+		compacted = CASE WHEN $7::bytea IS NULL THEN compacted ELSE $8 END,
+		error_kind = coalesce($9, error_kind),
+		error_message = coalesce($10, error_message),
+		approval = coalesce($11, approval),
+		attempts = attempts + $13,
+		op_token = $14,
+		updated_at = $15
+	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone AND state = $5
+		AND ($5 <> 'PROCESSING' OR owner = $16)
+	RETURNING ` + recordCols
+
+// Transition moves a record from t.From to t.To with compare-and-set.
+func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Record, error) {
+	if err := t.ID.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ledger.CheckTransition(t.From, t.To); err != nil {
+		return nil, err
+	}
+	if t.To == ledger.StateProcessing && t.Owner == "" {
+		return nil, errors.New("postgres: transition to PROCESSING needs an owner")
+	}
+	token := newToken()
+	var (
+		out  *ledger.Record
+		sent bool // an earlier attempt may have committed
+	)
+	err := s.retry(ctx, func() error {
+		var err error
+		if !sent {
+			out, err = s.transitionOnce(ctx, t, token)
+			var le *lostError
+			if errors.As(err, &le) && !le.unsent {
+				sent = true
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		// The update matched nothing, or its fate is unknown: the current
+		// row says which. Our own token means an earlier attempt committed.
+		cur, got, err := s.get(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		out = cur
+		switch {
+		case bytes.Equal(got, token):
+			return nil
+		case sent && !cur.Tombstone && cur.State == t.From && (t.From != ledger.StateProcessing || cur.Owner == t.Owner):
+			// The lost attempt did not commit (or has not yet: then this
+			// retry loses the compare-and-set and reports it).
+			sent = false
+			return &lostError{err: errors.New("retrying after a lost connection"), unsent: true}
+		}
+		return mismatch(t, cur)
+	})
+	if err != nil {
+		if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) {
+			return out, err
+		}
+		return nil, fmt.Errorf("postgres: transition %s -> %s of %s key %s: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), err)
+	}
+	if t.From.Waiting() {
+		s.waiters.wake(notifyPayload(t.ID))
+	}
+	return out, nil
+}
+
+// mismatch explains a compare-and-set that matched no row.
+func mismatch(t ledger.Transition, cur *ledger.Record) error {
+	what := fmt.Sprintf("postgres: transition %s -> %s of %s key %s", t.From, t.To, t.Tool, ledger.ShortHash(t.Key))
+	switch {
+	case t.From == ledger.StateProcessing && cur.State == ledger.StateProcessing && !cur.Tombstone:
+		return fmt.Errorf("%s: the lease belongs to %q, not %q: %w", what, cur.Owner, t.Owner, ledger.ErrLeaseLost)
+	case t.From == ledger.StateProcessing:
+		return fmt.Errorf("%s: the record is now %s: %w", what, cur.State, ledger.ErrLeaseLost)
+	case cur.Tombstone:
+		return fmt.Errorf("%s: the record is a tombstone: %w", what, ledger.ErrStateChanged)
+	}
+	return fmt.Errorf("%s: the record is %s: %w", what, cur.State, ledger.ErrStateChanged)
+}
+
+func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token []byte) (*ledger.Record, error) {
+	now := s.clock()
+	var leaseUntil *time.Time
+	if t.To == ledger.StateProcessing {
+		l := now.Add(orDefault(t.Lease, ledger.DefaultLease))
+		leaseUntil = &l
+	}
+	var owner, kind, msg *string
+	if t.To == ledger.StateProcessing {
+		owner = &t.Owner
+		// A new execution starts without the last one's error.
+		empty := ""
+		kind, msg = &empty, &empty
+	}
+	if t.ErrorKind != "" || t.ErrorMessage != "" {
+		kind, msg = &t.ErrorKind, &t.ErrorMessage
+	}
+	var approval []byte
+	if t.Approval != nil {
+		var err error
+		if approval, err = json.Marshal(t.Approval); err != nil {
+			return nil, fmt.Errorf("postgres: encode approval: %w", err)
+		}
+	}
+	var out *ledger.Record
+	err := s.with(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		out, _, err = scanRecord(c.QueryRow(ctx, transitionSQL,
+			t.Tenant, t.Tool, t.Key, string(t.To), string(t.From), owner,
+			nilIfNil(t.Result), t.Compacted, kind, msg, nilIfNil(approval), leaseUntil,
+			t.AddAttempts, token, now, t.Owner))
+		return err
+	})
+	return out, err
+}
+
+// Renew extends the PROCESSING lease held by owner to now+lease. Renewing
+// twice is harmless, so a renewal lost with its connection is simply sent
+// again.
+func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease time.Duration) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	var n int64
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			now := s.clock()
+			tag, err := c.Exec(ctx, `UPDATE records SET lease_until = $5, updated_at = $6
+				WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
+					AND state = 'PROCESSING' AND owner = $4`,
+				id.Tenant, id.Tool, id.Key, owner, now.Add(orDefault(lease, ledger.DefaultLease)), now)
+			n = tag.RowsAffected()
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: renew %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), err)
+	}
+	if n == 1 {
+		return nil
+	}
+	cur, _, err := s.get(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("postgres: renew %s key %s: no such record: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: renew %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), err)
+	}
+	return fmt.Errorf("postgres: renew %s key %s: the record is %s owned by %q, not %q: %w",
+		id.Tool, ledger.ShortHash(id.Key), cur.State, cur.Owner, owner, ledger.ErrLeaseLost)
+}
+
+// nilIfNil keeps a nil raw message NULL and an empty one an empty bytea.
+func nilIfNil(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}

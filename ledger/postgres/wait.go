@@ -1,0 +1,227 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Wait blocks until the record leaves PROCESSING and PENDING_APPROVAL and
+// returns it. Writers in this process wake it directly; writers in other
+// processes wake it through LISTEN/NOTIFY; a bounded poll covers a lost
+// notification or a listener that is reconnecting. When ctx ends first Wait
+// returns the latest record it saw and ctx's error.
+func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	s.lis.start()
+	w := s.waiters.add(notifyPayload(id))
+	defer s.waiters.remove(w)
+
+	poll := s.pollMin
+	var last *ledger.Record
+	for {
+		// Registered before reading: a change committed after this read
+		// finds the waiter and its signal is kept in the buffered channel.
+		rec, err := s.Get(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil && last != nil {
+				return last, ctx.Err()
+			}
+			return last, err
+		}
+		last = rec
+		if !rec.State.Waiting() {
+			return rec, nil
+		}
+		wait := poll
+		if s.lis.healthy() {
+			// Notifications flow: the poll only guards against one lost.
+			wait = s.pollMax
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return last, ctx.Err()
+		case <-w.ch:
+			t.Stop()
+		case <-t.C:
+			poll = min(2*poll, s.pollMax)
+		}
+	}
+}
+
+// waiter is one Wait call's registration.
+type waiter struct {
+	key string
+	ch  chan struct{} // buffered 1: a wake-up is never lost, never blocks
+}
+
+// waiters routes wake-ups, by notification payload, to the Wait calls of
+// this Store.
+type waiters struct {
+	mu sync.Mutex // guards byKey
+	// byKey maps a notification payload to the waiters of that record.
+	byKey map[string]map[*waiter]struct{}
+}
+
+func newWaiters() *waiters {
+	return &waiters{byKey: make(map[string]map[*waiter]struct{})}
+}
+
+func (ws *waiters) add(key string) *waiter {
+	w := &waiter{key: key, ch: make(chan struct{}, 1)}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	set := ws.byKey[key]
+	if set == nil {
+		set = make(map[*waiter]struct{})
+		ws.byKey[key] = set
+	}
+	set[w] = struct{}{}
+	return w
+}
+
+func (ws *waiters) remove(w *waiter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	set := ws.byKey[w.key]
+	delete(set, w)
+	if len(set) == 0 {
+		delete(ws.byKey, w.key)
+	}
+}
+
+func (ws *waiters) wake(key string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.byKey[key] {
+		signal(w.ch)
+	}
+}
+
+// wakeAll makes every waiter re-read its record: used when notifications
+// may have been missed (the listener reconnected).
+func (ws *waiters) wakeAll() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, set := range ws.byKey {
+		for w := range set {
+			signal(w.ch)
+		}
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// listener holds one connection outside the pool that LISTENs on the
+// schema's channel and forwards notifications to the waiters. It starts
+// with the first Wait, so processes that never wait hold no extra
+// connection, and reconnects with a bounded backoff until stopped.
+type listener struct {
+	cfg     *pgx.ConnConfig
+	channel string
+	ws      *waiters
+
+	mu      sync.Mutex // guards started, cancel, live
+	started bool
+	cancel  context.CancelFunc
+	live    bool
+	done    chan struct{}
+}
+
+func newListener(cfg *pgx.ConnConfig, channel string, ws *waiters) *listener {
+	return &listener{cfg: cfg, channel: channel, ws: ws, done: make(chan struct{})}
+}
+
+func (l *listener) start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started {
+		return
+	}
+	l.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	go l.run(ctx)
+}
+
+// stop ends the listener and waits for its goroutine.
+func (l *listener) stop() {
+	l.mu.Lock()
+	wasStarted := l.started
+	l.started = true // a Wait racing Close must not start a new one
+	cancel := l.cancel
+	l.mu.Unlock()
+	if !wasStarted {
+		return
+	}
+	cancel()
+	<-l.done
+}
+
+func (l *listener) healthy() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.live
+}
+
+func (l *listener) setLive(v bool) {
+	l.mu.Lock()
+	l.live = v
+	l.mu.Unlock()
+	// Whether it just came up or went down, notifications may have been
+	// missed: every waiter re-reads (and, while down, polls faster).
+	l.ws.wakeAll()
+}
+
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	delay := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		if l.listenOnce(ctx) {
+			delay = 50 * time.Millisecond
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// listenOnce connects, listens and forwards until the connection fails. It
+// reports whether the LISTEN was established.
+func (l *listener) listenOnce(ctx context.Context) bool {
+	conn, err := pgx.ConnectConfig(ctx, l.cfg)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+		return false
+	}
+	l.setLive(true)
+	defer l.setLive(false)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return true
+		}
+		l.ws.wake(n.Payload)
+	}
+}
