@@ -1,0 +1,53 @@
+package server
+
+import (
+	"maps"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Capability returns the experimental capability entry a key-aware server
+// advertises, for ServerCapabilities.Experimental:
+//
+//	{"io.github.mcpledger/idempotency": {"version": 1, "retentionSeconds": N}}
+//
+// A Guard's middleware adds it by itself; a proxy that forwards to a
+// key-aware upstream uses this to advertise the same.
+func Capability(retention time.Duration) map[string]any {
+	return map[string]any{CapabilityName: capabilityValue(retention)}
+}
+
+func capabilityValue(retention time.Duration) map[string]any {
+	return map[string]any{"version": 1, "retentionSeconds": int64(retention / time.Second)}
+}
+
+// advertise adds the capability to an initialize or server/discover result
+// unless the server already set one.
+func (g *Guard) advertise(res mcp.Result) {
+	var caps **mcp.ServerCapabilities
+	switch r := res.(type) {
+	case *mcp.InitializeResult:
+		caps = &r.Capabilities
+	case *mcp.DiscoverResult:
+		caps = &r.Capabilities
+	default:
+		return
+	}
+	c := new(mcp.ServerCapabilities)
+	if *caps != nil {
+		*c = **caps
+	}
+	if _, ok := c.Experimental[CapabilityName]; ok {
+		return
+	}
+	// The SDK hands out a fresh capabilities value per result; copy anyway
+	// so the server's configured map is never written.
+	exp := maps.Clone(c.Experimental)
+	if exp == nil {
+		exp = make(map[string]any, 1)
+	}
+	exp[CapabilityName] = capabilityValue(g.opts.Retention)
+	c.Experimental = exp
+	*caps = c
+}

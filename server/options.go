@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultTenant is the tenant of every call when Options.Tenant is nil.
+const DefaultTenant = "default"
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultInProgressWait = 5 * time.Second
+	DefaultRetryAfter     = time.Second
+)
+
+// Options configures a Guard. The zero value (or nil) guards every tool not
+// annotated read-only, for a single tenant, with the ledger's default lease
+// and retention.
+type Options struct {
+	// Tenant names the tenant a call belongs to, typically from the
+	// authenticated identity in req.Extra.TokenInfo. An error is returned to
+	// the client as is (return a *jsonrpc.Error to choose the code) and
+	// nothing is stored. Nil means DefaultTenant for every call.
+	Tenant func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
+
+	// Guard decides whether calls of a tool without an explicit Tools entry
+	// need a key. Nil means DefaultGuard: every tool not annotated
+	// readOnlyHint.
+	Guard func(tool *mcp.Tool) bool
+
+	// Tools holds per-tool settings by tool name.
+	Tools map[string]ToolPolicy
+
+	// InProgressWait bounds how long a duplicate waits for the execution it
+	// duplicates before it gets -31002 in_progress (DefaultInProgressWait
+	// when zero).
+	InProgressWait time.Duration
+	// RetryAfter is the retryAfterMs advice sent with -31002
+	// (DefaultRetryAfter when zero).
+	RetryAfter time.Duration
+
+	// Lease is the PROCESSING lease of a running handler, renewed every
+	// Lease/3 while it runs (ledger.DefaultLease when zero). A server that
+	// dies mid-handler leaves its records PROCESSING until the lease ends;
+	// then they become UNKNOWN.
+	Lease time.Duration
+	// Retention is how long results are kept for replay
+	// (ledger.DefaultRetention when zero); per tool in ToolPolicy.
+	Retention time.Duration
+	// SweepEvery is the period of Run (Lease/4 when zero, at least 100ms).
+	SweepEvery time.Duration
+
+	// MaxResult is the stored size past which a result is compacted
+	// (ledger.DefaultMaxResult when zero).
+	MaxResult int
+
+	// Owner names this server process in PROCESSING records. Empty means
+	// host:pid:random, unique per process, so a restarted process never
+	// mistakes a dead predecessor's lease for its own.
+	Owner string
+
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Logger receives one line per stored outcome and every ledger error
+	// (slog.Default when nil). Keys appear as ledger.ShortHash.
+	Logger *slog.Logger
+}
+
+// Mode says whether calls of a tool need an idempotency key.
+type Mode uint8
+
+const (
+	// ModeAuto lets Options.Guard decide from the tool's annotations.
+	ModeAuto Mode = iota
+	// ModeGuard always requires a key.
+	ModeGuard
+	// ModeSkip never requires one; calls pass straight to the handler.
+	ModeSkip
+)
+
+// ToolPolicy is the per-tool configuration of a Guard.
+type ToolPolicy struct {
+	Mode Mode
+	// Retention overrides Options.Retention for this tool.
+	Retention time.Duration
+	// Reuse says what a reuse of a key after its record expired means
+	// (ledger.Reexecute when empty).
+	Reuse ledger.ReusePolicy
+	// Exclude names extra top-level argument fields that carry no business
+	// meaning and must not change the fingerprint (ledger.DefaultExcluded
+	// always applies).
+	Exclude []string
+	// Compact shrinks a result larger than MaxResult to what a replay needs
+	// to mean the same thing (the created resource's id or link). Nil means
+	// DefaultCompact.
+	Compact func(*mcp.CallToolResult) *mcp.CallToolResult
+}
+
+// DefaultGuard requires a key for every tool not annotated readOnlyHint.
+// Annotations are the server's own, so they are trusted here.
+func DefaultGuard(tool *mcp.Tool) bool {
+	return tool.Annotations == nil || !tool.Annotations.ReadOnlyHint
+}
+
+// withDefaults returns a copy of o with every zero field filled.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Guard == nil {
+		c.Guard = DefaultGuard
+	}
+	if c.InProgressWait <= 0 {
+		c.InProgressWait = DefaultInProgressWait
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.Lease <= 0 {
+		c.Lease = ledger.DefaultLease
+	}
+	if c.Retention <= 0 {
+		c.Retention = ledger.DefaultRetention
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = max(c.Lease/4, 100*time.Millisecond)
+	}
+	if c.MaxResult <= 0 {
+		c.MaxResult = ledger.DefaultMaxResult
+	}
+	if c.Owner == "" {
+		c.Owner = defaultOwner()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms.
+		panic("server: reading random bytes: " + err.Error())
+	}
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Replay is the value of _meta["io.github.mcpledger/replay"] on a replayed
+// result.
+type Replay struct {
+	Key       string       `json:"key"`
+	State     ledger.State `json:"state"`
+	FirstAt   string       `json:"firstAt"` // RFC 3339, when the operation was first claimed
+	Attempts  int          `json:"attempts"`
+	Compacted bool         `json:"compacted,omitempty"`
+}
+
+// replay rebuilds the stored result with the replay marker. Each call
+// decodes a fresh copy, so the marker never leaks into the stored bytes or
+// into another duplicate's reply.
+func replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+	res := new(mcp.CallToolResult)
+	if len(rec.Result) > 0 {
+		if err := json.Unmarshal(rec.Result, res); err != nil {
+			return nil, fmt.Errorf("server: stored result of %q does not decode: %w", rec.Tool, err)
+		}
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	if len(rec.Result) == 0 && rec.State != ledger.StateSucceeded {
+		// A record settled without a result (DENIED, or reconciled without
+		// one): say why instead of replaying an empty success.
+		msg := rec.ErrorMessage
+		if msg == "" {
+			msg = "the operation ended as " + string(rec.State)
+		}
+		res.IsError = true
+		res.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
+	}
+	meta := make(mcp.Meta, len(res.Meta)+1)
+	for k, v := range res.Meta {
+		meta[k] = v
+	}
+	meta[MetaReplay] = Replay{
+		Key:       rec.Key,
+		State:     rec.State,
+		FirstAt:   rec.CreatedAt.UTC().Format(time.RFC3339),
+		Attempts:  rec.Attempts,
+		Compacted: rec.Compacted,
+	}
+	res.Meta = meta
+	return res, nil
+}
+
+// encode marshals a result for storage, compacting it past MaxResult.
+func (g *Guard) encode(c *call, r *mcp.CallToolResult) (json.RawMessage, bool, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, false, fmt.Errorf("server: encoding result of %q: %w", c.id.Tool, err)
+	}
+	if len(raw) <= g.opts.MaxResult {
+		return raw, false, nil
+	}
+	compact := c.policy.Compact
+	if compact == nil {
+		compact = DefaultCompact
+	}
+	if small := compact(r); small != nil {
+		if raw, err = json.Marshal(small); err == nil && len(raw) <= g.opts.MaxResult {
+			return raw, true, nil
+		}
+	}
+	// Even the compacted form is too large: keep only the fact.
+	raw, err = json.Marshal(&mcp.CallToolResult{
+		IsError: r.IsError,
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"the operation completed; its result (%d bytes) was too large to keep for replay", len(raw))}},
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("server: encoding result of %q: %w", c.id.Tool, err)
+	}
+	return raw, true, nil
+}
+
+// DefaultCompact keeps what a replay most needs from a large result: the
+// structured content, resource links (the created resources) and isError,
+// and says that the rest was dropped.
+func DefaultCompact(r *mcp.CallToolResult) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, StructuredContent: r.StructuredContent}
+	for _, c := range r.Content {
+		if l, ok := c.(*mcp.ResourceLink); ok {
+			out.Content = append(out.Content, l)
+		}
+	}
+	out.Content = append(out.Content, &mcp.TextContent{
+		Text: "result compacted for replay: structured content and resource links kept, other content dropped"})
+	return out
+}

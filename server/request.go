@@ -1,0 +1,256 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// call is a guarded tools/call after its key, tenant and arguments passed
+// every check: what the ledger needs to claim it.
+type call struct {
+	id          ledger.ID
+	session     string
+	fingerprint string
+	arguments   json.RawMessage // redacted
+	traceID     string
+	spanID      string
+	policy      ToolPolicy
+}
+
+// keyHelp is appended to every key_required and key_invalid message so a
+// client author knows how to fix the call.
+const keyHelp = "send one in params._meta[\"" + MetaKey + "\"] or as the \"" + ArgKey +
+	"\" argument: 1-255 bytes of [A-Za-z0-9._:~-], the same key on every retry of the same request"
+
+// prepare checks a guarded call and builds its ledger identity. A non-nil
+// error is returned to the client as is; nothing is stored.
+func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp.Tool, pol ToolPolicy) (*call, error) {
+	p := req.Params
+	args, err := decodeArgs(p.Arguments)
+	if err != nil {
+		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+	}
+	key, err := callKey(p.Meta, args)
+	if err != nil {
+		reason := reasonKeyInvalid
+		if errors.Is(err, errNoKey) {
+			reason = reasonKeyRequired
+		}
+		return nil, wireError(codeKeyRequired, reason, "", "",
+			fmt.Sprintf("tool %q: %v; %s", p.Name, err, keyHelp), 0)
+	}
+	if err := g.validate(tool, args); err != nil {
+		return nil, invalidParams(fmt.Sprintf("tool %q: invalid arguments: %v", p.Name, err))
+	}
+	tenant := DefaultTenant
+	if g.opts.Tenant != nil {
+		if tenant, err = g.opts.Tenant(ctx, req); err != nil {
+			return nil, err
+		}
+		if err := ledger.ValidateTenant(tenant); err != nil {
+			return nil, fmt.Errorf("server: tenant of tool %q: %w", p.Name, err)
+		}
+	}
+	fp, err := ledger.Fingerprint(p.Arguments, pol.Exclude...)
+	if err != nil {
+		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+	}
+	red, err := ledger.Redact(p.Arguments)
+	if err != nil {
+		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+	}
+	c := &call{
+		id:          ledger.ID{Tenant: tenant, Tool: p.Name, Key: key},
+		fingerprint: fp,
+		arguments:   red,
+		policy:      pol,
+	}
+	if req.Session != nil {
+		c.session = req.Session.ID()
+	}
+	c.traceID, c.spanID = traceParent(p.Meta)
+	return c, nil
+}
+
+// decodeArgs parses the arguments as a JSON object; absent or null
+// arguments are the empty object.
+func decodeArgs(raw json.RawMessage) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return map[string]any{}, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	return m, nil
+}
+
+var errNoKey = errors.New("this tool changes state and needs an idempotency key")
+
+// callKey finds the key in _meta or the idempotency_key argument. Both may
+// be present only when they agree.
+func callKey(meta mcp.Meta, args map[string]any) (string, error) {
+	mv, inMeta := meta[MetaKey]
+	av, inArgs := args[ArgKey]
+	if !inMeta && !inArgs {
+		return "", errNoKey
+	}
+	var mk, ak string
+	if inMeta {
+		s, ok := mv.(string)
+		if !ok {
+			return "", fmt.Errorf("%w: _meta key is a JSON %s, not a string", ledger.ErrInvalidKey, jsonKind(mv))
+		}
+		mk = s
+	}
+	if inArgs {
+		s, ok := av.(string)
+		if !ok {
+			return "", fmt.Errorf("%w: %s argument is a JSON %s, not a string", ledger.ErrInvalidKey, ArgKey, jsonKind(av))
+		}
+		ak = s
+	}
+	key := mk
+	switch {
+	case !inMeta:
+		key = ak
+	case inArgs && mk != ak:
+		return "", fmt.Errorf("%w: _meta and the %s argument carry different keys", ledger.ErrInvalidKey, ArgKey)
+	}
+	if err := ledger.ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64, json.Number:
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// traceParent splits a W3C traceparent ("00-<trace>-<span>-<flags>") from
+// _meta into its trace and span ids; anything malformed is ignored.
+func traceParent(meta mcp.Meta) (trace, span string) {
+	s, ok := meta["traceparent"].(string)
+	if !ok {
+		return "", ""
+	}
+	parts := strings.Split(s, "-")
+	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
+		return "", ""
+	}
+	return parts[1], parts[2]
+}
+
+// lookup finds a tool by name through the rest of the handler chain. go-sdk
+// has no getter for registered tools, so the guard asks the server's own
+// tools/list handler: it always reflects AddTool and RemoveTools, and needs
+// no second registry the server author could forget to update. A nil tool
+// with a nil error means there is no such tool.
+func lookup(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolRequest) (*mcp.Tool, error) {
+	cursor := ""
+	for {
+		lreq := &mcp.ListToolsRequest{
+			Session: req.Session,
+			Params:  &mcp.ListToolsParams{Cursor: cursor},
+			Extra:   req.Extra,
+		}
+		res, err := next(ctx, "tools/list", lreq)
+		if err != nil {
+			return nil, fmt.Errorf("server: listing tools to find %q: %w", req.Params.Name, err)
+		}
+		list, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return nil, fmt.Errorf("server: listing tools to find %q: unexpected result %T", req.Params.Name, res)
+		}
+		for _, t := range list.Tools {
+			if t.Name == req.Params.Name {
+				return t, nil
+			}
+		}
+		if list.NextCursor == "" || list.NextCursor == cursor {
+			return nil, nil
+		}
+		cursor = list.NextCursor
+	}
+}
+
+// schemaEntry caches a tool's resolved input schema; err is set when the
+// schema does not resolve, and such tools are not validated here.
+type schemaEntry struct {
+	resolved *jsonschema.Resolved
+	err      error
+}
+
+// validate checks args against the tool's input schema before anything is
+// claimed, so a malformed call gets -32602 and leaves no record behind
+// (the SDK would otherwise turn it into an isError result that the ledger
+// would have to keep as FAILED).
+func (g *Guard) validate(tool *mcp.Tool, args map[string]any) error {
+	if tool.InputSchema == nil {
+		return nil
+	}
+	v, ok := g.schemas.Load(tool)
+	if !ok {
+		v, _ = g.schemas.LoadOrStore(tool, resolveSchema(tool.InputSchema))
+	}
+	e := v.(*schemaEntry)
+	if e.err != nil {
+		return nil
+	}
+	// ApplyDefaults mutates; validate a shallow copy so the caller's map
+	// keeps what the client sent.
+	m := make(map[string]any, len(args))
+	for k, val := range args {
+		m[k] = val
+	}
+	if err := e.resolved.ApplyDefaults(&m); err != nil {
+		return err
+	}
+	return e.resolved.Validate(m)
+}
+
+func resolveSchema(s any) *schemaEntry {
+	var schema *jsonschema.Schema
+	switch t := s.(type) {
+	case *jsonschema.Schema:
+		schema = t
+	default:
+		b, err := json.Marshal(s)
+		if err != nil {
+			return &schemaEntry{err: err}
+		}
+		schema = new(jsonschema.Schema)
+		if err := json.Unmarshal(b, schema); err != nil {
+			return &schemaEntry{err: err}
+		}
+	}
+	r, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return &schemaEntry{err: err}
+	}
+	return &schemaEntry{resolved: r}
+}

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Run sweeps the ledger every Options.SweepEvery until ctx ends: records
+// whose PROCESSING lease ended (their server died mid-handler) become
+// UNKNOWN, and settled records past their retention are purged. It returns
+// ctx's error. Run it once per process, beside the server:
+//
+//	go g.Run(ctx)
+//
+// Duplicates also expire a dead lease they run into, so Run is what bounds
+// how long an abandoned record sits in PROCESSING when nobody asks for it.
+func (g *Guard) Run(ctx context.Context) error {
+	t := time.NewTicker(g.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		g.Sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep runs one pass of Run and reports how many records it expired and
+// purged. Errors are logged, not returned: the next pass tries again.
+func (g *Guard) Sweep(ctx context.Context) (expired, purged int) {
+	n, err := g.store.ExpireLeases(ctx)
+	if err != nil && ctx.Err() == nil {
+		g.opts.Logger.ErrorContext(ctx, "mcpledger server: expiring leases", "err", err)
+	}
+	if n > 0 {
+		g.opts.Logger.WarnContext(ctx, "mcpledger server: leases ended mid-handler; records are UNKNOWN until reconciled", "count", n)
+	}
+	p, err := g.store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: g.opts.Now()})
+	if err != nil && ctx.Err() == nil {
+		g.opts.Logger.ErrorContext(ctx, "mcpledger server: purging", "err", err)
+	}
+	return n, p
+}
