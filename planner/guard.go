@@ -1,0 +1,157 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// DefaultWindow is how long after a call an identical one counts as a
+// re-plan of it.
+const DefaultWindow = 10 * time.Minute
+
+// Decision is what the Guard concluded about a call.
+type Decision int
+
+// The decisions, one per way an earlier identical call can stand.
+const (
+	// New: no earlier call matches (or the match never reached the tool,
+	// and the Verdict's Record carries the key to reuse): execute.
+	New Decision = iota
+	// Replay: an earlier call finished (SUCCEEDED or FAILED); its recorded
+	// result is the answer.
+	Replay
+	// InFlight: an earlier call is executing or waiting for approval.
+	InFlight
+	// Unknown: an earlier call may or may not have taken effect; a person
+	// must reconcile it before anything is sent again.
+	Unknown
+	// Denied: an earlier identical call was refused.
+	Denied
+)
+
+var decisionNames = [...]string{"new", "replay", "in_flight", "unknown", "denied"}
+
+func (d Decision) String() string {
+	if d < 0 || int(d) >= len(decisionNames) {
+		return fmt.Sprintf("Decision(%d)", int(d))
+	}
+	return decisionNames[d]
+}
+
+// Query names a call that came without an explicit key.
+type Query struct {
+	Tenant      string
+	Session     string
+	Tool        string
+	Fingerprint string
+}
+
+// Verdict is the Guard's answer. Record is the newest matching record; it is
+// nil only when Decision is New and nothing matched.
+type Verdict struct {
+	Decision Decision
+	Record   *ledger.Record
+}
+
+// Guard recognizes a re-planned call. Store is required; the other fields
+// have working zero values.
+type Guard struct {
+	Store ledger.Store
+	// Window is how far back a match counts (DefaultWindow when zero). A
+	// negative Window turns the guard off: every call is New.
+	Window time.Duration
+	// Windows overrides Window per tool name; a value <= 0 turns the guard
+	// off for that tool.
+	Windows map[string]time.Duration
+	// Now is the clock (time.Now when nil). Give the Store the same clock.
+	Now func() time.Time
+}
+
+var errNoStore = errors.New("planner: guard has no store")
+
+// window returns the window for tool and whether the guard applies.
+func (g *Guard) window(tool string) (time.Duration, bool) {
+	if w, ok := g.Windows[tool]; ok {
+		return w, w > 0
+	}
+	switch {
+	case g.Window == 0:
+		return DefaultWindow, true
+	case g.Window < 0:
+		return 0, false
+	}
+	return g.Window, true
+}
+
+func (g *Guard) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// Check looks for calls of q's tool with q's fingerprint in q's tenant and
+// session, created inside the tool's window, and decides from the newest.
+// A record past its retention is no match (its key is free again under the
+// reexecute policy), except a tombstone of the verify policy, which is
+// Unknown: a person decides whether the old call still counts.
+func (g *Guard) Check(ctx context.Context, q Query) (Verdict, error) {
+	if g.Store == nil {
+		return Verdict{}, errNoStore
+	}
+	if err := ledger.ValidateTenant(q.Tenant); err != nil {
+		return Verdict{}, fmt.Errorf("planner: check: %w", err)
+	}
+	if q.Tool == "" || q.Fingerprint == "" {
+		return Verdict{}, fmt.Errorf("planner: check: tool and fingerprint are required")
+	}
+	w, on := g.window(q.Tool)
+	if !on {
+		return Verdict{Decision: New}, nil
+	}
+	now := g.now()
+	recs, err := g.Store.FindRecent(ctx, ledger.RecentQuery{
+		Tenant:      q.Tenant,
+		Session:     q.Session,
+		Tool:        q.Tool,
+		Fingerprint: q.Fingerprint,
+		Since:       now.Add(-w),
+	})
+	if err != nil {
+		return Verdict{}, fmt.Errorf("planner: check: %w", err)
+	}
+	for _, r := range recs {
+		// The Store promises this; checking again keeps a faulty Store
+		// from handing one tenant's or session's result to another.
+		if r.Tenant != q.Tenant || r.Session != q.Session || r.Tool != q.Tool || r.Fingerprint != q.Fingerprint {
+			continue
+		}
+		if r.Tombstone {
+			return Verdict{Decision: Unknown, Record: r}, nil
+		}
+		if !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
+			continue
+		}
+		return Verdict{Decision: decide(r.State), Record: r}, nil
+	}
+	return Verdict{Decision: New}, nil
+}
+
+func decide(s ledger.State) Decision {
+	switch s {
+	case ledger.StateSucceeded, ledger.StateFailed:
+		return Replay
+	case ledger.StateProcessing, ledger.StatePendingApproval:
+		return InFlight
+	case ledger.StateDenied:
+		return Denied
+	case ledger.StateRetryable:
+		// It never reached the tool: send it again, under the same key.
+		return New
+	}
+	return Unknown
+}

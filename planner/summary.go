@@ -1,0 +1,94 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// maxResultText is the largest stored result ledger_status repeats in its
+// text; larger ones are in the structured content only.
+const maxResultText = 16 << 10
+
+// meaning says in a few words what a state means for the caller.
+func meaning(r *ledger.Record) string {
+	if r.Tombstone {
+		return "its record has expired; whether it took effect can no longer be shown, and a person decides before it is sent again"
+	}
+	switch r.State {
+	case ledger.StateSucceeded:
+		return "it ran and succeeded"
+	case ledger.StateFailed:
+		return "it ran and the tool reported an error"
+	case ledger.StateProcessing:
+		return "it is still running"
+	case ledger.StatePendingApproval:
+		return "it waits for a person's approval"
+	case ledger.StateDenied:
+		if r.Approval != nil && r.Approval.Reason != "" {
+			return "it was refused (reason: " + oneLine(r.Approval.Reason) + ")"
+		}
+		return "it was refused"
+	case ledger.StateRetryable:
+		return "it never reached the tool and will be sent again under the same key"
+	}
+	return "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+func statusText(r *ledger.Record, matches int) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s, key %s: %s; %s. First sent %s, last changed %s, %s.",
+		r.Tool, r.Key, r.State, meaning(r), stamp(r.CreatedAt), stamp(r.UpdatedAt), attempts(r.Attempts))
+	if matches > 1 {
+		fmt.Fprintf(&s, " %d calls match; this is the newest. Ask by key and tool for another.", matches)
+	}
+	switch {
+	case len(r.Result) == 0:
+	case len(r.Result) > maxResultText:
+		fmt.Fprintf(&s, "\nThe recorded result (%d bytes) is in the structured content (call.result).", len(r.Result))
+	default:
+		fmt.Fprintf(&s, "\nRecorded result: %s", r.Result)
+	}
+	if r.Compacted {
+		s.WriteString("\nThe result was compacted when it was stored: only what identifies the outcome was kept.")
+	}
+	return s.String()
+}
+
+func notFound(in StatusInput) string {
+	switch {
+	case in.Key != "" && in.Tool != "":
+		return fmt.Sprintf("No call of %s with key %s was found in this session.", in.Tool, in.Key)
+	case in.Key != "":
+		return fmt.Sprintf("No call with key %s was found in this session.", in.Key)
+	}
+	return fmt.Sprintf("No call of %s with these arguments was found in this session.", in.Tool)
+}
+
+func listText(out ListOutput) string {
+	if len(out.Calls) == 0 {
+		return "No calls are recorded in this session."
+	}
+	var s strings.Builder
+	if len(out.Calls) == 1 {
+		s.WriteString("1 call in this session:")
+	} else {
+		fmt.Fprintf(&s, "%d calls in this session, newest first:", len(out.Calls))
+	}
+	for i, c := range out.Calls {
+		fmt.Fprintf(&s, "\n%d. %s, key %s: %s, %s, first sent %s, last changed %s",
+			i+1, c.Tool, c.Key, c.State, attempts(c.Attempts), c.CreatedAt, c.UpdatedAt)
+	}
+	if out.More {
+		s.WriteString("\nOlder calls exist; ask with a larger limit (up to 100) or a state to see them.")
+	}
+	return s.String()
+}

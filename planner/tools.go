@@ -1,0 +1,296 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Names of the ledger tools.
+const (
+	StatusTool = "ledger_status"
+	ListTool   = "ledger_list"
+)
+
+// List sizes of ledger_list.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// keyScanLimit bounds how many of a session's records ledger_status reads
+// when it is given a key without a tool (the Store looks keys up per tool).
+const keyScanLimit = 10 * ledger.MaxPageSize
+
+// ScopeFunc says whose ledger a tool call may read: the caller's tenant and
+// session. A proxy derives them from its own configuration or from the
+// request's session; every read is confined to them.
+type ScopeFunc func(ctx context.Context, req *mcp.CallToolRequest) (tenant, session string, err error)
+
+// StatusInput is the input of ledger_status.
+type StatusInput struct {
+	Key       string         `json:"key,omitempty" jsonschema:"the idempotency key of the call, as given in an earlier answer; when set, arguments are ignored"`
+	Tool      string         `json:"tool,omitempty" jsonschema:"the tool that was called; narrows a key lookup, and is required with arguments"`
+	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"the arguments of the call, to find it without its key"`
+}
+
+// StatusOutput is the structured result of ledger_status.
+type StatusOutput struct {
+	Found bool  `json:"found"`
+	Call  *Call `json:"call,omitempty"`
+	// Matches counts this session's calls that fit the question; Call is
+	// the newest of them.
+	Matches int `json:"matches"`
+}
+
+// ListInput is the input of ledger_list.
+type ListInput struct {
+	Limit int    `json:"limit,omitempty" jsonschema:"how many calls to show, newest first (default 20, at most 100)"`
+	State string `json:"state,omitempty" jsonschema:"only calls in this state: PENDING_APPROVAL, PROCESSING, SUCCEEDED, FAILED, RETRYABLE, UNKNOWN or DENIED"`
+}
+
+// ListOutput is the structured result of ledger_list.
+type ListOutput struct {
+	Calls []Call `json:"calls"`
+	// More reports that older calls exist beyond Limit.
+	More bool `json:"more"`
+}
+
+// Call is what the ledger tools show of one record. Times are RFC 3339.
+type Call struct {
+	Tool         string `json:"tool"`
+	Key          string `json:"key"`
+	State        string `json:"state"`
+	Attempts     int    `json:"attempts"`
+	CreatedAt    string `json:"createdAt"`
+	UpdatedAt    string `json:"updatedAt"`
+	ErrorKind    string `json:"errorKind,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
+	Compacted    bool   `json:"compacted,omitempty"`
+	Expired      bool   `json:"expired,omitempty"`
+	// Arguments (redacted as stored) and Result (the CallToolResult as
+	// first returned) are shown by ledger_status only.
+	Arguments any `json:"arguments,omitempty"`
+	Result    any `json:"result,omitempty"`
+}
+
+func newCall(r *ledger.Record, detail bool) Call {
+	c := Call{
+		Tool:         r.Tool,
+		Key:          r.Key,
+		State:        string(r.State),
+		Attempts:     r.Attempts,
+		CreatedAt:    stamp(r.CreatedAt),
+		UpdatedAt:    stamp(r.UpdatedAt),
+		ErrorKind:    r.ErrorKind,
+		ErrorMessage: r.ErrorMessage,
+		Compacted:    r.Compacted,
+		Expired:      r.Tombstone,
+	}
+	if detail {
+		if len(r.Arguments) > 0 {
+			c.Arguments = r.Arguments
+		}
+		if len(r.Result) > 0 {
+			c.Result = r.Result
+		}
+	}
+	return c
+}
+
+var (
+	errNoSession = errors.New("planner: the ledger tools need a session; this connection has none")
+	errNoTarget  = errors.New("planner: ledger_status needs a key, or a tool and its arguments")
+)
+
+// AddTools adds ledger_status and ledger_list to s. Both are read-only and
+// see only the records of the tenant and session scope returns for the
+// call: a record of another tenant or session is "not found", even by its
+// exact key.
+func AddTools(s *mcp.Server, store ledger.Store, scope ScopeFunc) {
+	if store == nil || scope == nil {
+		panic("planner: AddTools needs a store and a scope")
+	}
+	t := tools{store: store, scope: scope}
+	readOnly := &mcp.ToolAnnotations{
+		ReadOnlyHint:    true,
+		IdempotentHint:  true,
+		DestructiveHint: new(false),
+		OpenWorldHint:   new(false),
+	}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:  StatusTool,
+		Title: "Ledger status",
+		Description: "What became of a tool call made earlier in this session: whether it ran, " +
+			"succeeded, failed, is still running, waits for approval, was denied, or has an unknown outcome, " +
+			"and its recorded result. Ask by key, or by tool and arguments. Use this instead of repeating a call.",
+		Annotations: readOnly,
+	}, t.status)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        ListTool,
+		Title:       "Ledger list",
+		Description: "The tool calls made in this session, newest first, with key, state, attempts and times.",
+		Annotations: readOnly,
+	}, t.list)
+}
+
+// NewServer is an MCP server holding only the ledger tools, fixed to one
+// tenant and session. Mount it in-process over mcp.NewInMemoryTransports or
+// serve it over stdio.
+func NewServer(store ledger.Store, tenant, session string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcpledger-ledger", Version: "0.1.0"}, nil)
+	AddTools(s, store, func(context.Context, *mcp.CallToolRequest) (string, string, error) {
+		return tenant, session, nil
+	})
+	return s
+}
+
+type tools struct {
+	store ledger.Store
+	scope ScopeFunc
+}
+
+func (t tools) scopeOf(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
+	tenant, session, err := t.scope(ctx, req)
+	if err != nil {
+		return "", "", fmt.Errorf("planner: scope: %w", err)
+	}
+	if err := ledger.ValidateTenant(tenant); err != nil {
+		return "", "", fmt.Errorf("planner: scope: %w", err)
+	}
+	// List treats an empty session as "every session"; refusing it here
+	// is what keeps one session's calls from another.
+	if session == "" {
+		return "", "", errNoSession
+	}
+	return tenant, session, nil
+}
+
+// mine reports whether r belongs to the caller. Stores already scope their
+// reads; this repeats the check so that no Store bug can leak a record.
+func mine(r *ledger.Record, tenant, session string) bool {
+	return r != nil && r.Tenant == tenant && r.Session == session
+}
+
+func (t tools) status(ctx context.Context, req *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, StatusOutput, error) {
+	tenant, session, err := t.scopeOf(ctx, req)
+	if err != nil {
+		return nil, StatusOutput{}, err
+	}
+	var matches []*ledger.Record
+	switch {
+	case in.Key != "":
+		if err := ledger.ValidateKey(in.Key); err != nil {
+			return nil, StatusOutput{}, fmt.Errorf("planner: ledger_status: %w", err)
+		}
+		matches, err = t.byKey(ctx, tenant, session, in.Tool, in.Key)
+	case in.Tool != "":
+		matches, err = t.byArguments(ctx, tenant, session, in.Tool, in.Arguments)
+	default:
+		return nil, StatusOutput{}, errNoTarget
+	}
+	if err != nil {
+		return nil, StatusOutput{}, err
+	}
+	if len(matches) == 0 {
+		return text(notFound(in)), StatusOutput{}, nil
+	}
+	r := matches[0]
+	c := newCall(r, true)
+	out := StatusOutput{Found: true, Call: &c, Matches: len(matches)}
+	return text(statusText(r, len(matches))), out, nil
+}
+
+func (t tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]*ledger.Record, error) {
+	if tool != "" {
+		r, err := t.store.Get(ctx, ledger.ID{Tenant: tenant, Tool: tool, Key: key})
+		if errors.Is(err, ledger.ErrNotFound) || err == nil && !mine(r, tenant, session) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("planner: ledger_status: %w", err)
+		}
+		return []*ledger.Record{r}, nil
+	}
+	var found []*ledger.Record
+	f := ledger.Filter{Tenant: tenant, Session: session, Limit: ledger.MaxPageSize}
+	for seen := 0; seen < keyScanLimit; {
+		page, err := t.store.List(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("planner: ledger_status: %w", err)
+		}
+		for _, r := range page.Records {
+			if r.Key == key && mine(r, tenant, session) {
+				found = append(found, r)
+			}
+		}
+		seen += len(page.Records)
+		if page.Next == "" {
+			break
+		}
+		f.Cursor = page.Next
+	}
+	return found, nil
+}
+
+func (t tools) byArguments(ctx context.Context, tenant, session, tool string, args map[string]any) ([]*ledger.Record, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("planner: ledger_status: arguments: %w", err)
+	}
+	fp, err := ledger.Fingerprint(raw)
+	if err != nil {
+		return nil, fmt.Errorf("planner: ledger_status: %w", err)
+	}
+	recs, err := t.store.FindRecent(ctx, ledger.RecentQuery{
+		Tenant: tenant, Session: session, Tool: tool, Fingerprint: fp,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("planner: ledger_status: %w", err)
+	}
+	var found []*ledger.Record
+	for _, r := range recs {
+		if mine(r, tenant, session) && r.Tool == tool {
+			found = append(found, r)
+		}
+	}
+	return found, nil
+}
+
+func (t tools) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
+	tenant, session, err := t.scopeOf(ctx, req)
+	if err != nil {
+		return nil, ListOutput{}, err
+	}
+	f := ledger.Filter{Tenant: tenant, Session: session, Limit: in.Limit}
+	switch {
+	case f.Limit <= 0:
+		f.Limit = DefaultListLimit
+	case f.Limit > MaxListLimit:
+		f.Limit = MaxListLimit
+	}
+	if in.State != "" {
+		if f.State, err = ledger.ParseState(in.State); err != nil {
+			return nil, ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
+		}
+	}
+	page, err := t.store.List(ctx, f)
+	if err != nil {
+		return nil, ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
+	}
+	out := ListOutput{Calls: []Call{}, More: page.Next != ""}
+	for _, r := range page.Records {
+		if mine(r, tenant, session) {
+			out.Calls = append(out.Calls, newCall(r, false))
+		}
+	}
+	return text(listText(out)), out, nil
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
