@@ -83,7 +83,7 @@ func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked,
 	if err != nil {
 		var je *jsonrpc.Error
 		switch {
-		case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		case ctx.Err() != nil || isContextErr(err):
 			o := outcome{to: ledger.StateUnknown, kind: KindCanceled, message: err.Error()}
 			return o, nil, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(o.to),
 				fmt.Sprintf("tool %q: the handler stopped with its context (%v); the outcome is unknown", c.id.Tool, err), 0)
@@ -101,6 +101,13 @@ func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked,
 	if !ok || cr == nil {
 		cr = &mcp.CallToolResult{Content: []mcp.Content{}}
 		res = cr
+	}
+	if cr.IsError && (ctx.Err() != nil || isContextErr(cr.GetError())) {
+		// A typed handler's Go error arrives as an isError result; when it
+		// is the context's error the handler was cut off, not refused.
+		o := outcome{to: ledger.StateUnknown, kind: KindCanceled, message: firstText(cr, 500)}
+		return o, nil, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(o.to),
+			fmt.Sprintf("tool %q: the handler stopped with its context (%s); the outcome is unknown", c.id.Tool, o.message), 0)
 	}
 	if len(cr.InputRequests) > 0 {
 		// The handler asks for input before it acts (multi-round-trip). The
@@ -190,4 +197,8 @@ func firstText(r *mcp.CallToolResult, n int) string {
 		}
 	}
 	return ""
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

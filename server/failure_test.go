@@ -1,0 +1,298 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/server"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func orderID(key string) ledger.ID {
+	return ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: key}
+}
+
+func TestAmbiguousEndingsAreUnknownUntilReconciled(t *testing.T) {
+	tests := []struct {
+		name string
+		kind string
+		h    handlerFunc
+	}{
+		{"panic", server.KindPanic, func(context.Context, *mcp.CallToolRequest, orderIn) (*mcp.CallToolResult, orderOut, error) {
+			panic("charged the card, then fell over")
+		}},
+		{"go error from a raw handler", server.KindHandlerError, nil},
+		{"handler's context error", server.KindCanceled, func(context.Context, *mcp.CallToolRequest, orderIn) (*mcp.CallToolResult, orderOut, error) {
+			return nil, orderOut{}, context.DeadlineExceeded
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, nil, nil)
+			r.handle = tc.h
+			tool := "create_order"
+			if tc.h == nil {
+				// Typed handlers turn Go errors into isError results; a raw
+				// handler's Go error reaches the client as a protocol error,
+				// and whether it acted first is anyone's guess.
+				tool = "raw_order"
+				r.srv.AddTool(&mcp.Tool{Name: tool, InputSchema: json.RawMessage(`{"type":"object"}`)},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						r.runs.Add(1)
+						return nil, errors.New("connection reset by downstream")
+					})
+			}
+			cs := r.connect()
+			ctx := context.Background()
+			args := map[string]any{"item": "a", "qty": 1}
+			for i := range 2 {
+				_, err := callKey(ctx, cs, tool, "amb-1", args)
+				if code, reason, _ := wireErr(err); code != -31003 || reason != "outcome_unknown" {
+					t.Fatalf("call %d: %v (code %d, reason %q); want -31003 outcome_unknown", i+1, err, code, reason)
+				}
+			}
+			if got := r.runs.Load(); got != 1 {
+				t.Errorf("handler ran %d times; want 1", got)
+			}
+			id := ledger.ID{Tenant: server.DefaultTenant, Tool: tool, Key: "amb-1"}
+			rec, err := r.store.Get(ctx, id)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if rec.State != ledger.StateUnknown || rec.ErrorKind != tc.kind {
+				t.Fatalf("record = %s (%s); want UNKNOWN (%s)", rec.State, rec.ErrorKind, tc.kind)
+			}
+			want := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "order ord-a exists"}}}
+			if _, err := server.Reconcile(ctx, r.store, id, ledger.StateSucceeded, want, "found in the orders table"); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			res, err := callKey(ctx, cs, tool, "amb-1", args)
+			if err != nil {
+				t.Fatalf("after reconcile: %v", err)
+			}
+			if rp := replayOf(t, res); rp == nil || rp.State != ledger.StateSucceeded || body(t, res) != body(t, want) {
+				t.Errorf("after reconcile got %s (marker %+v); want the reconciled result as a SUCCEEDED replay", body(t, res), rp)
+			}
+			if got := r.runs.Load(); got != 1 {
+				t.Errorf("handler ran %d times after reconcile; want 1", got)
+			}
+		})
+	}
+}
+
+func TestCanceledRequestLeavesUnknown(t *testing.T) {
+	r := newRig(t, nil, nil)
+	started := make(chan struct{})
+	r.handle = func(ctx context.Context, _ *mcp.CallToolRequest, _ orderIn) (*mcp.CallToolResult, orderOut, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, orderOut{}, ctx.Err()
+	}
+	cs := r.connect()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := callKey(ctx, cs, "create_order", "cancel-1", map[string]any{"item": "a", "qty": 1})
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled call = %v; want context.Canceled", err)
+	}
+	// The client stops waiting at once; the server settles the record when
+	// the cancellation reaches the handler.
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	rec, err := r.store.Wait(wctx, orderID("cancel-1"))
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if rec.State != ledger.StateUnknown || rec.ErrorKind != server.KindCanceled {
+		t.Fatalf("record = %s (%s); want UNKNOWN (%s)", rec.State, rec.ErrorKind, server.KindCanceled)
+	}
+	_, err = callKey(context.Background(), cs, "create_order", "cancel-1", map[string]any{"item": "a", "qty": 1})
+	if code, _, _ := wireErr(err); code != -31003 {
+		t.Errorf("duplicate after cancel: %v; want -31003", err)
+	}
+}
+
+func TestHandlerRejectionIsRetryable(t *testing.T) {
+	r := newRig(t, nil, nil)
+	r.handle = func(context.Context, *mcp.CallToolRequest, orderIn) (*mcp.CallToolResult, orderOut, error) {
+		return nil, orderOut{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "qty exceeds stock"}
+	}
+	cs := r.connect()
+	ctx := context.Background()
+	for i := range 2 {
+		_, err := callKey(ctx, cs, "create_order", "rej-1", map[string]any{"item": "a", "qty": 1})
+		if code, _, _ := wireErr(err); code != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "qty exceeds stock") {
+			t.Fatalf("call %d: %v; want the handler's -32602", i+1, err)
+		}
+	}
+	// Nothing acted, so a retry asks the handler again rather than
+	// replaying or blocking.
+	if got := r.runs.Load(); got != 2 {
+		t.Errorf("handler ran %d times; want 2", got)
+	}
+	rec, err := r.store.Get(ctx, orderID("rej-1"))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if rec.State != ledger.StateRetryable || rec.ErrorKind != server.KindRejected {
+		t.Errorf("record = %s (%s); want RETRYABLE (%s)", rec.State, rec.ErrorKind, server.KindRejected)
+	}
+}
+
+func TestDeadOwnerLeaseBecomesUnknown(t *testing.T) {
+	st := openStore(t)
+	r := newRig(t, st, &server.Options{InProgressWait: 10 * time.Second})
+	cs := r.connect()
+	ctx := context.Background()
+	args := map[string]any{"item": "a", "qty": 1}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := ledger.Fingerprint(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another server process claimed the operation and died: its record
+	// stays PROCESSING under a lease nobody renews.
+	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: orderID("dead-1"), Fingerprint: fp, Owner: "dead-process", Lease: 200 * time.Millisecond}); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	start := time.Now()
+	_, err = callKey(ctx, cs, "create_order", "dead-1", args)
+	if code, reason, _ := wireErr(err); code != -31003 || reason != "outcome_unknown" {
+		t.Fatalf("duplicate of a dead owner's call: %v; want -31003 outcome_unknown", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("duplicate waited %v; want about the lease (200ms), far below InProgressWait", waited)
+	}
+	if got := r.runs.Load(); got != 0 {
+		t.Errorf("handler ran %d times; want 0 (never re-executed silently)", got)
+	}
+	rec, err := st.Get(ctx, orderID("dead-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ledger.StateUnknown || rec.ErrorKind != ledger.KindLeaseExpired {
+		t.Errorf("record = %s (%s); want UNKNOWN (%s)", rec.State, rec.ErrorKind, ledger.KindLeaseExpired)
+	}
+}
+
+func TestSweepExpiresDeadLeases(t *testing.T) {
+	st := openStore(t)
+	g := server.New(st, &server.Options{Logger: quietLogger()})
+	ctx := context.Background()
+	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: orderID("dead-2"), Fingerprint: "f", Owner: "dead-process", Lease: time.Millisecond}); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	waitFor(t, "the 1ms lease to end", time.Second, func() bool {
+		rec, err := st.Get(ctx, orderID("dead-2"))
+		return err == nil && time.Now().After(rec.LeaseUntil)
+	})
+	if expired, _ := g.Sweep(ctx); expired != 1 {
+		t.Errorf("Sweep expired %d records; want 1", expired)
+	}
+	rec, err := st.Get(ctx, orderID("dead-2"))
+	if err != nil || rec.State != ledger.StateUnknown {
+		t.Errorf("after Sweep: %v, %v; want UNKNOWN", rec, err)
+	}
+}
+
+func TestLongHandlerKeepsItsLease(t *testing.T) {
+	st := openStore(t)
+	const lease = 150 * time.Millisecond
+	r := newRig(t, st, &server.Options{Lease: lease, SweepEvery: 20 * time.Millisecond, InProgressWait: 30 * time.Second})
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	defer stopSweep()
+	go r.guard.Run(sweepCtx)
+
+	started, release := make(chan struct{}), make(chan struct{})
+	r.handle = func(ctx context.Context, _ *mcp.CallToolRequest, in orderIn) (*mcp.CallToolResult, orderOut, error) {
+		close(started)
+		<-release
+		return nil, orderOut{OrderID: "ord-" + in.Item}, nil
+	}
+	cs := r.connect()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := callKey(ctx, cs, "create_order", "long-1", map[string]any{"item": "a", "qty": 1})
+		done <- err
+	}()
+	<-started
+	first, err := st.Get(ctx, orderID("long-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Outlive the first lease several times over while the sweeper runs.
+	waitFor(t, "the lease to be renewed past three lease lengths", 10*time.Second, func() bool {
+		rec, err := st.Get(ctx, orderID("long-1"))
+		return err == nil && rec.LeaseUntil.After(first.LeaseUntil.Add(3*lease))
+	})
+	rec, err := st.Get(ctx, orderID("long-1"))
+	if err != nil || rec.State != ledger.StateProcessing {
+		t.Fatalf("long handler's record = %v, %v; want still PROCESSING", rec, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("long call: %v", err)
+	}
+	rec, err = st.Get(ctx, orderID("long-1"))
+	if err != nil || rec.State != ledger.StateSucceeded {
+		t.Errorf("after the long handler: %v, %v; want SUCCEEDED", rec, err)
+	}
+}
+
+func TestMultiRoundTripContinuationIsTheSameOperation(t *testing.T) {
+	r := newRig(t, nil, nil)
+	var acted, asked int
+	r.handle = func(ctx context.Context, req *mcp.CallToolRequest, in orderIn) (*mcp.CallToolResult, orderOut, error) {
+		if len(req.Params.InputResponses) == 0 {
+			asked++
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"confirm": &mcp.ElicitParams{Message: "Place the order?"},
+			}}, orderOut{}, nil
+		}
+		if key, _ := server.KeyFromContext(ctx); key != "mrtr-1" {
+			t.Errorf("continuation KeyFromContext = %q; want mrtr-1", key)
+		}
+		acted++
+		return nil, orderOut{OrderID: "ord-" + in.Item}, nil
+	}
+	cs := connectTo(t, r.srv, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+	})
+	ctx := context.Background()
+	args := map[string]any{"item": "chair", "qty": 1}
+	first, err := callKey(ctx, cs, "create_order", "mrtr-1", args)
+	if err != nil {
+		t.Fatalf("call with an input round: %v", err)
+	}
+	again, err := callKey(ctx, cs, "create_order", "mrtr-1", args)
+	if err != nil {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if acted != 1 || asked != 1 {
+		t.Errorf("handler asked %d times and acted %d times; want 1 and 1", asked, acted)
+	}
+	if replayOf(t, again) == nil || body(t, again) != body(t, first) {
+		t.Errorf("duplicate = %s; want a replay of %s", body(t, again), body(t, first))
+	}
+	rec, err := r.store.Get(ctx, orderID("mrtr-1"))
+	if err != nil || rec.State != ledger.StateSucceeded || rec.Attempts != 2 {
+		t.Errorf("record = %+v, %v; want SUCCEEDED after 2 attempts (the question and the continuation)", rec, err)
+	}
+}
