@@ -1,0 +1,216 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/planner"
+)
+
+// Outcome is a completed call and how it was answered.
+type Outcome struct {
+	// Result is the tool's result; for a replay, the first execution's
+	// result with the replay marker in its _meta.
+	Result *mcp.CallToolResult
+	Key    string
+	// Replayed reports that the result came from the ledger, not from a new
+	// execution.
+	Replayed bool
+	Record   *ledger.Record
+	// Attempts is the number of requests this call sent (0 for a replay).
+	Attempts int
+	// Decision is the re-planning guard's verdict when it was consulted.
+	Decision planner.Decision
+}
+
+// operation is one call on its way through the ledger.
+type operation struct {
+	params   *mcp.CallToolParams
+	tool     *mcp.Tool // nil when the server does not list it
+	name     string
+	args     json.RawMessage
+	fp       string
+	redacted json.RawMessage
+	id       ledger.ID
+	decision planner.Decision
+}
+
+// CallTool calls a tool through the ledger. It has the signature and
+// meaning of (*mcp.ClientSession).CallTool: a tool error is a result with
+// IsError set, not a Go error. p is never modified.
+func (c *Client) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	o, err := c.Call(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return o.Result, nil
+}
+
+// Call is CallTool that also tells how the call was answered.
+func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
+	if p == nil || p.Name == "" {
+		return nil, errors.New("client: CallTool needs a tool name")
+	}
+	if p.RequestState != "" || len(p.InputResponses) > 0 {
+		return c.continuation(ctx, p)
+	}
+	args, err := marshalArgs(p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) > c.opts.MaxArguments {
+		return nil, fmt.Errorf("%w: %d bytes for tool %s; the limit is %d", ErrArgumentsTooLarge, len(args), p.Name, c.opts.MaxArguments)
+	}
+	tool, err := c.tool(ctx, p.Name)
+	if err != nil {
+		// The call itself will meet the same failure and classify it; the
+		// tool list only refines the behaviour.
+		c.log.Debug("tool list unavailable", "tool", p.Name, "err", err)
+	}
+	op := &operation{params: p, tool: tool, name: p.Name, args: args}
+	if c.readOnly(op) {
+		return c.passthrough(ctx, op)
+	}
+	if op.fp, err = ledger.Fingerprint(args, c.opts.Exclude[p.Name]...); err != nil {
+		return nil, err
+	}
+	if op.redacted, err = ledger.Redact(args); err != nil {
+		return nil, err
+	}
+	op.id = ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name}
+	if err := ledger.ValidateTenant(op.id.Tenant); err != nil {
+		return nil, err
+	}
+	switch key, explicit := keyFrom(ctx); {
+	case explicit:
+		if err := ledger.ValidateKey(key); err != nil {
+			return nil, err
+		}
+		op.id.Key = key
+	case chainOK(ctx):
+		chain, _ := chainFrom(ctx)
+		op.id.Key = ledger.DeriveKey(chain, p.Name, op.fp)
+	case newKeyFrom(ctx):
+		op.id.Key = newKey()
+	default:
+		v, err := c.guard.Check(ctx, planner.Query{
+			Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: p.Name, Fingerprint: op.fp,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("client: re-planning guard: %w", err)
+		}
+		op.decision = v.Decision
+		if v.Record != nil && v.Decision != planner.New {
+			c.log.Info("re-planned call matched", "tool", p.Name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
+			return c.settle(ctx, op, v.Record)
+		}
+		if v.Record != nil {
+			op.id.Key = v.Record.Key // RETRYABLE: take the operation over
+		} else {
+			op.id.Key = newKey()
+		}
+	}
+	return c.shared(ctx, op)
+}
+
+func chainOK(ctx context.Context) bool {
+	_, ok := chainFrom(ctx)
+	return ok
+}
+
+// newKey mints a key for an operation that matches nothing earlier.
+func newKey() string { return "r1." + randomHex(16) }
+
+// shared runs op once per (tenant, tool, key) in this process; concurrent
+// callers of the same key wait for and share that one execution.
+func (c *Client) shared(ctx context.Context, op *operation) (*Outcome, error) {
+	fk := op.id.Tenant + "\x00" + op.id.Tool + "\x00" + op.id.Key
+	ch := c.flights.DoChan(fk, func() (any, error) {
+		return c.execute(ctx, op)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, &Error{Tool: op.name, Key: op.id.Key, Err: ctx.Err(),
+			Text: fmt.Sprintf("The call to %s (key %s) is still running; ask ledger_status with this key before calling again.", op.name, op.id.Key)}
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		o := r.Val.(*Outcome)
+		if r.Shared {
+			// Each caller gets its own copy to mutate.
+			return o.clone()
+		}
+		return o, nil
+	}
+}
+
+func (o *Outcome) clone() (*Outcome, error) {
+	cp := *o
+	if o.Result == nil {
+		return &cp, nil
+	}
+	raw, err := json.Marshal(o.Result)
+	if err != nil {
+		return nil, fmt.Errorf("client: copy result: %w", err)
+	}
+	cp.Result = new(mcp.CallToolResult)
+	if err := json.Unmarshal(raw, cp.Result); err != nil {
+		return nil, fmt.Errorf("client: copy result: %w", err)
+	}
+	return &cp, nil
+}
+
+// marshalArgs returns the arguments as a JSON object.
+func marshalArgs(a any) (json.RawMessage, error) {
+	var raw []byte
+	switch v := a.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("client: arguments do not marshal to JSON: %w", err)
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return json.RawMessage("{}"), nil
+	}
+	if raw[0] != '{' || !json.Valid(raw) {
+		return nil, errors.New("client: arguments must be a JSON object")
+	}
+	return raw, nil
+}
+
+func (c *Client) readOnly(op *operation) bool {
+	if c.contains(c.opts.ReadOnly, op.name) {
+		return true
+	}
+	return c.opts.TrustedServer && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.ReadOnlyHint
+}
+
+func (c *Client) idempotent(op *operation) bool {
+	if c.contains(c.opts.Idempotent, op.name) {
+		return true
+	}
+	return c.opts.TrustedServer && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.IdempotentHint
+}
+
+func annotations(op *operation) *mcp.ToolAnnotations {
+	if op.tool == nil {
+		return nil
+	}
+	return op.tool.Annotations
+}

@@ -1,0 +1,310 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/retry"
+)
+
+// CapabilityKey is the experimental capability a key-aware server
+// advertises; it makes retrying an ambiguous failure safe.
+const CapabilityKey = "io.github.mcpledger/idempotency"
+
+// Wire names in _meta.
+const (
+	MetaKey    = "io.github.mcpledger/idempotency-key"
+	MetaReplay = "io.github.mcpledger/replay"
+	// ArgKey is the argument filled with the key when a tool's input schema
+	// declares it.
+	ArgKey = "idempotency_key"
+)
+
+// Options configure a Client. The zero value (or nil) means the defaults.
+type Options struct {
+	// Tenant scopes every record (default "default").
+	Tenant string
+	// Session is the agent session the re-planning guard and "approve for
+	// this session" are scoped to (default: a random id per Client).
+	Session string
+	// Owner names this process in leases (default host:pid:random).
+	Owner string
+	// Retry is the backoff policy for transient and retryable failures.
+	Retry *retry.Policy
+	// Window is the re-planning window (default 10 minutes); Windows
+	// overrides it per tool.
+	Window  time.Duration
+	Windows map[string]time.Duration
+	// Policy decides allow / ask / deny (default confirm.Default()).
+	Policy *confirm.Policy
+	// Confirmer asks a person. Nil means no one can be asked: a call the
+	// policy says to ask about is denied (fail closed).
+	Confirmer confirm.Confirmer
+	// Server labels the upstream for the policy and prompts (default the
+	// server's implementation name).
+	Server string
+	// TrustedServer makes the server's tool annotations count (readOnlyHint
+	// bypasses the ledger, idempotentHint allows ambiguous retries).
+	TrustedServer bool
+	// Idempotent tools may be re-sent after an ambiguous failure; ReadOnly
+	// tools bypass the ledger. Both are trusted configuration.
+	Idempotent []string
+	ReadOnly   []string
+	// Exclude lists extra top-level argument fields, per tool, that do not
+	// change the fingerprint.
+	Exclude map[string][]string
+	// Retention of records (default 24h); RetentionFor overrides per tool.
+	Retention    time.Duration
+	RetentionFor map[string]time.Duration
+	// ReusePolicy per tool for a key reused after its record expired.
+	ReusePolicy map[string]ledger.ReusePolicy
+	// Lease of a PROCESSING record (default 30s), renewed while the call runs.
+	Lease time.Duration
+	// InProgressWait bounds how long a follower waits for another caller's
+	// execution before ErrInProgress (default 30s).
+	InProgressWait time.Duration
+	// AttemptTimeout bounds one attempt (default none: the caller's ctx).
+	AttemptTimeout time.Duration
+	// MaxArguments is the largest accepted argument JSON (default 1 MiB).
+	MaxArguments int
+	// MaxResult is the size past which a stored result is compacted
+	// (default ledger.DefaultMaxResult).
+	MaxResult int
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// ConnectFunc opens a new session to the same server. The Client calls it to
+// replace a dead session before retrying with the same key.
+type ConnectFunc func(ctx context.Context) (*mcp.ClientSession, error)
+
+// Client makes tool calls through a ledger. It is safe for concurrent use.
+type Client struct {
+	store   ledger.Store
+	opts    Options
+	guard   *planner.Guard
+	connect ConnectFunc
+	log     *slog.Logger
+
+	// flights shares one execution among same-key calls in this process.
+	flights singleflight.Group
+
+	// mu guards session and tools.
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	tools   map[string]*mcp.Tool // nil: not loaded
+	toolsAt time.Time
+}
+
+// New wraps an open session. A dead session is not replaced; use Dial for that.
+func New(session *mcp.ClientSession, store ledger.Store, opts *Options) *Client {
+	c := newClient(store, opts)
+	c.session = session
+	return c
+}
+
+// Dial opens a session with connect and keeps using connect to replace the
+// session when it dies (a stdio server that exited, say), so an interrupted
+// call is retried with the same key on a new session.
+func Dial(ctx context.Context, connect ConnectFunc, store ledger.Store, opts *Options) (*Client, error) {
+	s, err := connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("client: connect: %w", err)
+	}
+	c := newClient(store, opts)
+	c.session = s
+	c.connect = connect
+	return c, nil
+}
+
+func newClient(store ledger.Store, opts *Options) *Client {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Tenant == "" {
+		o.Tenant = "default"
+	}
+	if o.Session == "" {
+		o.Session = "s-" + randomHex(8)
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(4))
+	}
+	if o.Window == 0 {
+		o.Window = 10 * time.Minute
+	}
+	if o.Lease == 0 {
+		o.Lease = ledger.DefaultLease
+	}
+	if o.InProgressWait == 0 {
+		o.InProgressWait = 30 * time.Second
+	}
+	if o.MaxArguments == 0 {
+		o.MaxArguments = 1 << 20
+	}
+	if o.MaxResult == 0 {
+		o.MaxResult = ledger.DefaultMaxResult
+	}
+	if o.Policy == nil {
+		o.Policy = confirm.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	return &Client{
+		store: store,
+		opts:  o,
+		guard: &planner.Guard{Store: store, Window: o.Window, Windows: o.Windows, Now: o.Now},
+		log:   lg.With("component", "mcpledger.client", "tenant", o.Tenant, "session", o.Session),
+	}
+}
+
+// Session returns the current session.
+func (c *Client) Session() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// Close closes the current session. The store is the caller's to close.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	s := c.session
+	c.session = nil
+	c.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Close()
+}
+
+// ToolListChanged drops the cached tool list. Wire it as
+// mcp.ClientOptions.ToolListChangedHandler (through a closure when the
+// Client is made after the mcp.Client).
+func (c *Client) ToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
+	c.mu.Lock()
+	c.tools = nil
+	c.mu.Unlock()
+}
+
+// keyAware reports whether the server advertises the idempotency
+// capability, which makes an ambiguous retry safe.
+func keyAware(s *mcp.ClientSession) bool {
+	if s == nil {
+		return false
+	}
+	ir := s.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return false
+	}
+	_, ok := ir.Capabilities.Experimental[CapabilityKey]
+	return ok
+}
+
+// serverName labels the upstream for the policy and prompts.
+func (c *Client) serverName(s *mcp.ClientSession) string {
+	if c.opts.Server != "" {
+		return c.opts.Server
+	}
+	if s != nil {
+		if ir := s.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+			return ir.ServerInfo.Name
+		}
+	}
+	return ""
+}
+
+// toolsTTL bounds how stale the cached tool list may get when the server
+// sends no list-changed notifications.
+const toolsTTL = time.Minute
+
+// tool returns the server's definition of name, or nil when the server does
+// not list it.
+func (c *Client) tool(ctx context.Context, name string) (*mcp.Tool, error) {
+	c.mu.Lock()
+	tools, at, s := c.tools, c.toolsAt, c.session
+	c.mu.Unlock()
+	if tools != nil && c.opts.Now().Sub(at) < toolsTTL {
+		if t, ok := tools[name]; ok {
+			return t, nil
+		}
+	}
+	if s == nil {
+		return nil, fmt.Errorf("client: %w", mcp.ErrConnectionClosed)
+	}
+	fresh := map[string]*mcp.Tool{}
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("client: list tools: %w", err)
+		}
+		fresh[t.Name] = t
+	}
+	c.mu.Lock()
+	if c.session == s {
+		c.tools, c.toolsAt = fresh, c.opts.Now()
+	}
+	c.mu.Unlock()
+	return fresh[name], nil
+}
+
+// reconnect replaces dead when it is still the current session. It reports
+// whether a usable session is now in place.
+func (c *Client) reconnect(ctx context.Context, dead *mcp.ClientSession) (*mcp.ClientSession, error) {
+	if c.connect == nil {
+		return nil, errors.New("client: session is closed and no connect function was given (use client.Dial)")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != dead && c.session != nil {
+		return c.session, nil
+	}
+	if dead != nil {
+		if err := dead.Close(); err != nil {
+			c.log.Debug("close dead session", "err", err)
+		}
+	}
+	s, err := c.connect(ctx)
+	if err != nil {
+		c.session = nil
+		return nil, fmt.Errorf("client: reconnect: %w", err)
+	}
+	c.session = s
+	c.tools = nil
+	return s, nil
+}
+
+func (c *Client) contains(list []string, tool string) bool {
+	for _, t := range list {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("client: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}

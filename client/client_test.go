@@ -1,0 +1,355 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/mcptest"
+	"github.com/mcpledger/mcpledger/retry"
+)
+
+func TestExplicitKeyRepeatedIsReplayedByteForByte(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := client.WithKey(context.Background(), "order-1")
+	first, err := f.c.Call(ctx, write("a", 10))
+	if err != nil {
+		t.Fatalf("first Call = %v", err)
+	}
+	if first.Replayed {
+		t.Fatalf("first Call Replayed = true; want false")
+	}
+	second, err := f.c.Call(ctx, write("a", 10))
+	if err != nil {
+		t.Fatalf("second Call = %v", err)
+	}
+	if !second.Replayed {
+		t.Fatalf("second Call Replayed = false; want true")
+	}
+	if n := f.srv.Executions("order-1"); n != 1 {
+		t.Fatalf("Executions(order-1) = %d; want 1", n)
+	}
+	marker, ok := second.Result.Meta[client.MetaReplay].(client.ReplayMarker)
+	if !ok || marker.Key != "order-1" || marker.State != ledger.StateSucceeded {
+		t.Fatalf("replay marker = %#v; want key order-1, SUCCEEDED", second.Result.Meta[client.MetaReplay])
+	}
+	delete(second.Result.Meta, client.MetaReplay)
+	if len(second.Result.Meta) == 0 {
+		second.Result.Meta = nil
+	}
+	got, err := json.Marshal(second.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(first.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("replayed result = %s; want %s", got, want)
+	}
+	if stored := record(t, f.store, "write", "order-1").Result; string(stored) != string(want) {
+		t.Fatalf("stored result = %s; want %s", stored, want)
+	}
+}
+
+func TestKeyTravelsInMetaAndDeclaredArgument(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := client.WithKey(context.Background(), "k-arg")
+	p := write("a", 1)
+	if _, err := f.c.CallTool(ctx, p); err != nil {
+		t.Fatalf("CallTool = %v", err)
+	}
+	if p.Meta != nil {
+		t.Fatalf("caller's params were modified: Meta = %v", p.Meta)
+	}
+	if args := p.Arguments.(map[string]any); len(args) != 2 {
+		t.Fatalf("caller's arguments were modified: %v", args)
+	}
+	nokey := &mcp.CallToolParams{Name: "write_nokey", Arguments: map[string]any{"id": "b", "amount": 2}}
+	// write_nokey rejects an idempotency_key argument with -32602, so
+	// success proves the argument is filled only when declared.
+	if _, err := f.c.CallTool(client.WithKey(context.Background(), "k-nokey"), nokey); err != nil {
+		t.Fatalf("CallTool(write_nokey) = %v", err)
+	}
+	if n := f.srv.Executions("k-nokey"); n != 1 {
+		t.Fatalf("Executions(k-nokey) = %d; want 1 (key must travel in _meta)", n)
+	}
+}
+
+func TestConcurrentIdenticalCallsShareOneExecution(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := client.WithChain(context.Background(), "chain-50")
+	const n = 50
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	results := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := f.c.Call(ctx, write("same", 5))
+			if err != nil {
+				failures.Add(1)
+				t.Errorf("Call %d = %v", i, err)
+				return
+			}
+			r := *o.Result
+			r.Meta = nil // a replay marker is allowed to differ
+			b, err := json.Marshal(&r)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = string(b)
+		}()
+	}
+	wg.Wait()
+	if failures.Load() > 0 {
+		t.FailNow()
+	}
+	if got := f.srv.TotalExecutions(); got != 1 {
+		t.Fatalf("TotalExecutions = %d; want 1", got)
+	}
+	for i := 1; i < n; i++ {
+		if results[i] != results[0] {
+			t.Fatalf("result %d = %s; want %s", i, results[i], results[0])
+		}
+	}
+}
+
+func TestReplannedCallWithoutKeyIsReplayed(t *testing.T) {
+	f := newFixture(t, nil, &client.Options{Session: "agent-1"})
+	first, err := f.c.Call(context.Background(), write("plan", 3))
+	if err != nil {
+		t.Fatalf("first Call = %v", err)
+	}
+	// The model lost the answer and asks again, with the arguments spelled
+	// differently: same operation.
+	again := &mcp.CallToolParams{Name: "write", Arguments: json.RawMessage(`{ "amount": 3.0, "id": "plan" }`)}
+	second, err := f.c.Call(context.Background(), again)
+	if err != nil {
+		t.Fatalf("re-planned Call = %v", err)
+	}
+	if !second.Replayed || second.Key != first.Key {
+		t.Fatalf("re-planned Call = replayed %v key %q; want replay of key %q", second.Replayed, second.Key, first.Key)
+	}
+	if got := f.srv.TotalExecutions(); got != 1 {
+		t.Fatalf("TotalExecutions = %d; want 1", got)
+	}
+	// A caller that truly wants a second effect asks for a new key.
+	third, err := f.c.Call(client.WithNewKey(context.Background()), write("plan", 3))
+	if err != nil {
+		t.Fatalf("Call(WithNewKey) = %v", err)
+	}
+	if third.Replayed || third.Key == first.Key {
+		t.Fatalf("Call(WithNewKey) replayed %v key %q; want a new execution", third.Replayed, third.Key)
+	}
+	if got := f.srv.TotalExecutions(); got != 2 {
+		t.Fatalf("TotalExecutions = %d; want 2", got)
+	}
+}
+
+func TestKeyReusedWithOtherArguments(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := client.WithKey(context.Background(), "reuse")
+	if _, err := f.c.Call(ctx, write("a", 1)); err != nil {
+		t.Fatalf("Call = %v", err)
+	}
+	_, err := f.c.Call(ctx, write("a", 2))
+	if !errors.Is(err, ledger.ErrKeyReused) {
+		t.Fatalf("Call(other args) = %v; want ErrKeyReused", err)
+	}
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Key != "reuse" || ce.Text == "" {
+		t.Fatalf("Call(other args) error = %#v; want *client.Error with key and text", err)
+	}
+	if got := f.srv.Executions("reuse"); got != 1 {
+		t.Fatalf("Executions(reuse) = %d; want 1", got)
+	}
+}
+
+func TestTransientErrorsRetriedWithSameKey(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.srv.Script(mcptest.FailTransient(2).WithRetryAfter(time.Millisecond))
+	o, err := f.c.Call(client.WithKey(context.Background(), "flaky"), write("a", 1))
+	if err != nil {
+		t.Fatalf("Call = %v", err)
+	}
+	if o.Attempts != 3 {
+		t.Fatalf("Attempts = %d; want 3", o.Attempts)
+	}
+	seen := f.srv.KeysSeen()
+	if len(seen) != 3 {
+		t.Fatalf("KeysSeen = %v; want 3 attempts", seen)
+	}
+	for _, k := range seen {
+		if k != "flaky" {
+			t.Fatalf("KeysSeen = %v; want the same key on every attempt", seen)
+		}
+	}
+	if got := f.srv.Executions("flaky"); got != 1 {
+		t.Fatalf("Executions = %d; want 1", got)
+	}
+	if r := record(t, f.store, "write", "flaky"); r.Attempts != 3 || r.State != ledger.StateSucceeded {
+		t.Fatalf("record = %s attempts %d; want SUCCEEDED after 3", r.State, r.Attempts)
+	}
+}
+
+func TestPermanentErrorAttemptedOnce(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.srv.Script(mcptest.ProtocolError(-32602))
+	_, err := f.c.Call(client.WithKey(context.Background(), "bad"), write("a", 1))
+	if err == nil {
+		t.Fatal("Call = nil error; want the -32602 rejection")
+	}
+	if seen := f.srv.KeysSeen(); len(seen) != 1 {
+		t.Fatalf("KeysSeen = %v; want one attempt", seen)
+	}
+	if r := record(t, f.store, "write", "bad"); r.State != ledger.StateFailed {
+		t.Fatalf("record state = %s; want FAILED", r.State)
+	}
+	// A deterministic rejection replays as the same error without sending.
+	if _, err := f.c.Call(client.WithKey(context.Background(), "bad"), write("a", 1)); err == nil {
+		t.Fatal("replayed rejection = nil error")
+	}
+	if seen := f.srv.KeysSeen(); len(seen) != 1 {
+		t.Fatalf("KeysSeen after replay = %v; want still one attempt", seen)
+	}
+}
+
+func TestToolErrorIsResultRecordedFailedAndReplayed(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.srv.Script(mcptest.ToolError())
+	ctx := client.WithKey(context.Background(), "tool-error")
+	res, err := f.c.CallTool(ctx, write("a", 1))
+	if err != nil {
+		t.Fatalf("CallTool = %v; a tool error is a result", err)
+	}
+	if !res.IsError {
+		t.Fatal("IsError = false; want true")
+	}
+	if r := record(t, f.store, "write", "tool-error"); r.State != ledger.StateFailed {
+		t.Fatalf("record state = %s; want FAILED", r.State)
+	}
+	o, err := f.c.Call(ctx, write("a", 1))
+	if err != nil || !o.Replayed || !o.Result.IsError {
+		t.Fatalf("repeat = %+v, %v; want a replayed tool error", o, err)
+	}
+	if got := f.srv.Executions("tool-error"); got != 1 {
+		t.Fatalf("Executions = %d; want 1", got)
+	}
+}
+
+func TestLostResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		idempotent bool
+		wantState  ledger.State
+	}{
+		{"server without capability ends UNKNOWN", false, ledger.StateUnknown},
+		{"key-aware server is retried", true, ledger.StateSucceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, &mcptest.Options{Idempotent: tc.idempotent}, nil)
+			f.srv.Script(mcptest.DropAfterExecute())
+			_, err := f.c.Call(client.WithKey(context.Background(), "lost"), write("a", 1))
+			if tc.wantState == ledger.StateUnknown {
+				if !errors.Is(err, client.ErrOutcomeUnknown) {
+					t.Fatalf("Call = %v; want ErrOutcomeUnknown", err)
+				}
+				var ce *client.Error
+				if !errors.As(err, &ce) || ce.Key != "lost" {
+					t.Fatalf("error %v does not carry the key", err)
+				}
+			} else if err != nil {
+				t.Fatalf("Call = %v; want success after retry", err)
+			}
+			if got := f.srv.Executions("lost"); got != 1 {
+				t.Fatalf("Executions = %d; want 1", got)
+			}
+			if r := record(t, f.store, "write", "lost"); r.State != tc.wantState {
+				t.Fatalf("record state = %s; want %s", r.State, tc.wantState)
+			}
+			// Repeating the call never runs it again.
+			if _, err := f.c.Call(client.WithKey(context.Background(), "lost"), write("a", 1)); tc.wantState == ledger.StateUnknown && !errors.Is(err, client.ErrOutcomeUnknown) {
+				t.Fatalf("repeat = %v; want ErrOutcomeUnknown", err)
+			}
+			if got := f.srv.Executions("lost"); got != 1 {
+				t.Fatalf("Executions after repeat = %d; want 1", got)
+			}
+		})
+	}
+}
+
+func TestClientDisconnectMidCall(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.srv.Script(mcptest.StallAfterExecute(0))
+	ctx, cancel := context.WithCancel(client.WithKey(context.Background(), "stall"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.c.Call(ctx, write("a", 1))
+		done <- err
+	}()
+	<-f.srv.Stalled() // executed, response withheld
+	cancel()
+	err := <-done
+	if !errors.Is(err, client.ErrOutcomeUnknown) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call = %v; want outcome unknown or canceled", err)
+	}
+	if r := settled(t, f.store, "write", "stall"); r.State != ledger.StateUnknown {
+		t.Fatalf("record state = %s; want UNKNOWN", r.State)
+	}
+	if got := f.srv.Executions("stall"); got != 1 {
+		t.Fatalf("Executions = %d; want 1", got)
+	}
+}
+
+func TestCancelDuringBackoffReturnsAtOnce(t *testing.T) {
+	// Retry waits of an hour: only cancellation can end the call.
+	st := openStore(t)
+	srv := mcptest.New(nil)
+	t.Cleanup(func() { srv.Close() })
+	srv.Script(mcptest.FailTransient(5).WithRetryAfter(time.Hour))
+	cs := srv.ConnectInMemory(context.Background(), t, nil)
+	waiting := make(chan struct{}, 8)
+	pol := &retry.Policy{MaxAttempts: 5, MaxElapsed: 2 * time.Hour, OnRetry: func(error, time.Duration, int) { waiting <- struct{}{} }}
+	c := client.New(cs, st, &client.Options{Policy: allow(), Retry: pol})
+	ctx, cancel := context.WithCancel(client.WithKey(context.Background(), "backoff"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, write("a", 1))
+		done <- err
+	}()
+	<-waiting // the first transient answer came back; the backoff wait begins
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if elapsed := time.Since(start); elapsed > time.Second {
+			t.Fatalf("Call returned %v after cancel; want milliseconds", elapsed)
+		}
+		if err == nil {
+			t.Fatal("Call = nil error after cancel")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Call did not return after cancel")
+	}
+	// The execution records its outcome after the caller has gone.
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if r, err := st.Wait(wctx, ledger.ID{Tenant: "default", Tool: "write", Key: "backoff"}); err != nil || r.State != ledger.StateRetryable {
+		t.Fatalf("Wait = %v, %v; want RETRYABLE (never executed)", r, err)
+	}
+	if got := srv.TotalExecutions(); got != 0 {
+		t.Fatalf("TotalExecutions = %d; want 0", got)
+	}
+}

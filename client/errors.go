@@ -1,0 +1,43 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+var (
+	// ErrOutcomeUnknown: the call may or may not have taken effect. The
+	// record is UNKNOWN and must be reconciled; it is never re-run blindly.
+	ErrOutcomeUnknown = errors.New("client: outcome unknown")
+	// ErrDenied: a person or the policy refused the call; nothing ran.
+	ErrDenied = errors.New("client: call denied")
+	// ErrNotSent: the request provably never reached the tool and retries
+	// ran out; the record is RETRYABLE and the same call may be repeated.
+	ErrNotSent = errors.New("client: request not sent")
+	// ErrArgumentsTooLarge: the arguments exceed Options.MaxArguments.
+	ErrArgumentsTooLarge = errors.New("client: arguments too large")
+)
+
+// Error is a call that did not complete, with the key of its record and a
+// short text a model can read (what happened, when, and what to do next).
+type Error struct {
+	Tool  string
+	Key   string
+	State ledger.State
+	// Text is model-facing: it says not to re-issue the call and that
+	// ledger_status can be asked with the key.
+	Text string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%v (tool %s, key %s", e.Err, e.Tool, e.Key)
+	if e.State != "" {
+		msg += ", state " + string(e.State)
+	}
+	return msg + ")"
+}
+
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,124 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/planner"
+)
+
+// settle answers a caller whose operation already has a record: a replay of
+// a finished call, a bounded wait for one in flight, or an error that says
+// what happened. It never executes.
+func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
+	if rec.Tombstone {
+		return nil, c.fail(op, rec, fmt.Errorf("%w: the record of this key expired under the verify policy; a person must decide", ErrOutcomeUnknown))
+	}
+	if rec.State.Waiting() {
+		wctx, cancel := context.WithTimeout(ctx, c.opts.InProgressWait)
+		latest, err := c.store.Wait(wctx, ledger.ID{Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key})
+		cancel()
+		if latest != nil {
+			rec = latest
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, c.fail(op, rec, ctx.Err())
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("client: wait for %s: %w", rec.Tool, err)
+			}
+			return nil, c.fail(op, rec, ledger.ErrInProgress)
+		}
+	}
+	switch rec.State {
+	case ledger.StateSucceeded, ledger.StateFailed:
+		return c.replay(op, rec)
+	case ledger.StateUnknown:
+		return nil, c.fail(op, rec, ErrOutcomeUnknown)
+	case ledger.StateDenied:
+		return nil, c.fail(op, rec, ErrDenied)
+	case ledger.StateRetryable:
+		return nil, c.fail(op, rec, ErrNotSent)
+	}
+	return nil, c.fail(op, rec, ledger.ErrInProgress)
+}
+
+// ReplayMarker is the value of _meta["io.github.mcpledger/replay"] on a
+// replayed result.
+type ReplayMarker struct {
+	Key      string       `json:"key"`
+	State    ledger.State `json:"state"`
+	FirstAt  time.Time    `json:"firstAt"`
+	Attempts int          `json:"attempts"`
+	// Compacted: the stored result was compacted past the size limit.
+	Compacted bool `json:"compacted,omitempty"`
+}
+
+// replay answers with the first execution's result plus the replay marker.
+func (c *Client) replay(op *operation, rec *ledger.Record) (*Outcome, error) {
+	if len(rec.Result) == 0 {
+		// A deterministic rejection (a protocol error, key reused at the
+		// server): replay the same error.
+		return nil, c.fail(op, rec, fmt.Errorf("client: %s rejected the call earlier (%s): %s", rec.Tool, rec.ErrorKind, rec.ErrorMessage))
+	}
+	res, err := Replay(rec)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info("replayed", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "state", rec.State)
+	return &Outcome{Result: res, Key: rec.Key, Replayed: true, Record: rec, Decision: op.decision}, nil
+}
+
+// Replay decodes a finished record's result and adds the replay marker to
+// its _meta. Apart from that one _meta entry the result marshals to the
+// stored JSON.
+func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+	res := new(mcp.CallToolResult)
+	if err := json.Unmarshal(rec.Result, res); err != nil {
+		return nil, fmt.Errorf("client: stored result of %s is not a CallToolResult: %w", rec.Tool, err)
+	}
+	meta := mcp.Meta{}
+	for k, v := range res.Meta {
+		meta[k] = v
+	}
+	meta[MetaReplay] = ReplayMarker{
+		Key: rec.Key, State: rec.State, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+	}
+	res.Meta = meta
+	return res, nil
+}
+
+// fail builds the caller's error for op, with the model-facing text.
+func (c *Client) fail(op *operation, rec *ledger.Record, err error) error {
+	e := &Error{Tool: op.name, Key: op.id.Key, Err: err}
+	if rec != nil {
+		e.Key, e.State = rec.Key, rec.State
+	}
+	e.Text = explain(op.name, e.Key, rec, err)
+	return e
+}
+
+func explain(tool, key string, rec *ledger.Record, err error) string {
+	if rec != nil {
+		d := planner.Replay
+		switch {
+		case errors.Is(err, ledger.ErrKeyReused):
+			return fmt.Sprintf("The key %s was already used for %s with different arguments, so this call was not run. Do not re-issue it; use a new operation if a second effect is really wanted.", key, tool)
+		case rec.State.Waiting():
+			d = planner.InFlight
+		case rec.State == ledger.StateUnknown || rec.Tombstone:
+			d = planner.Unknown
+		case rec.State == ledger.StateDenied:
+			d = planner.Denied
+		}
+		return planner.Explain(planner.Verdict{Decision: d, Record: rec})
+	}
+	return fmt.Sprintf("The call to %s (key %s) did not complete: %v. Ask ledger_status with this key before calling again.", tool, key, err)
+}
