@@ -101,8 +101,8 @@ type ToolPolicy struct {
 	Exclude []string
 	// Compact shrinks a result larger than MaxResult to what a replay needs
 	// to mean the same thing (the created resource's id or link). Nil means
-	// DefaultCompact.
-	Compact func(*mcp.CallToolResult) *mcp.CallToolResult
+	// ledger.Compact.
+	Compact ledger.Compactor
 }
 
 // DefaultGuard requires a key for every tool not annotated readOnlyHint.

@@ -57,7 +57,9 @@ func replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	return res, nil
 }
 
-// encode marshals a result for storage, compacting it past MaxResult.
+// encode marshals a result for storage, compacting it past MaxResult with
+// the tool's Compactor (ledger.Compact by default), the same rule the
+// client ledger uses.
 func (g *Guard) encode(c *call, r *mcp.CallToolResult) (json.RawMessage, bool, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
@@ -68,36 +70,11 @@ func (g *Guard) encode(c *call, r *mcp.CallToolResult) (json.RawMessage, bool, e
 	}
 	compact := c.policy.Compact
 	if compact == nil {
-		compact = DefaultCompact
+		compact = ledger.Compact
 	}
-	if small := compact(r); small != nil {
-		if raw, err = json.Marshal(small); err == nil && len(raw) <= g.opts.MaxResult {
-			return raw, true, nil
-		}
-	}
-	// Even the compacted form is too large: keep only the fact.
-	raw, err = json.Marshal(&mcp.CallToolResult{
-		IsError: r.IsError,
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"the operation completed; its result (%d bytes) was too large to keep for replay", len(raw))}},
-	})
+	small, changed, err := compact(raw, g.opts.MaxResult)
 	if err != nil {
-		return nil, false, fmt.Errorf("server: encoding result of %q: %w", c.id.Tool, err)
+		return nil, false, fmt.Errorf("server: compacting result of %q: %w", c.id.Tool, err)
 	}
-	return raw, true, nil
-}
-
-// DefaultCompact keeps what a replay most needs from a large result: the
-// structured content, resource links (the created resources) and isError,
-// and says that the rest was dropped.
-func DefaultCompact(r *mcp.CallToolResult) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{IsError: r.IsError, StructuredContent: r.StructuredContent}
-	for _, c := range r.Content {
-		if l, ok := c.(*mcp.ResourceLink); ok {
-			out.Content = append(out.Content, l)
-		}
-	}
-	out.Content = append(out.Content, &mcp.TextContent{
-		Text: "result compacted for replay: structured content and resource links kept, other content dropped"})
-	return out
+	return small, changed, nil
 }
