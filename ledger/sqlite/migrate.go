@@ -119,7 +119,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkOwner(ctx, len(ms)); err != nil {
+	version, err := s.checkOwner(ctx, len(ms))
+	if err != nil {
 		return err
 	}
 	var mode string
@@ -129,7 +130,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("sqlite: %s refused WAL mode (journal_mode is %q)", s.path, mode)
 	}
-	for _, m := range ms {
+	// An up-to-date database needs no write transaction, so Open works
+	// while another process holds the write lock.
+	for _, m := range ms[min(version, len(ms)):] {
 		if err := s.apply(ctx, m, len(ms)); err != nil {
 			return err
 		}
@@ -138,26 +141,26 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // checkOwner refuses a foreign SQLite database and a newer schema.
-func (s *Store) checkOwner(ctx context.Context, known int) error {
-	var appID, version, objects int
+func (s *Store) checkOwner(ctx context.Context, known int) (version int, err error) {
+	var appID, objects int
 	// One statement reads all three from one snapshot, so a concurrent
 	// first migration by another process cannot be half seen.
-	err := s.wdb.QueryRowContext(ctx, `SELECT
+	err = s.wdb.QueryRowContext(ctx, `SELECT
 		(SELECT application_id FROM pragma_application_id()),
 		(SELECT user_version FROM pragma_user_version()),
 		(SELECT count(*) FROM sqlite_schema)`).Scan(&appID, &version, &objects)
 	if err != nil {
-		return fmt.Errorf("sqlite: read %s: %w", s.path, s.classify(err))
+		return 0, fmt.Errorf("sqlite: read %s: %w", s.path, s.classify(err))
 	}
 	switch {
 	case appID != 0 && appID != applicationID:
-		return fmt.Errorf("sqlite: %s belongs to another application (application_id %#x); refusing to use it: %w", s.path, appID, ErrNotDatabase)
+		return 0, fmt.Errorf("sqlite: %s belongs to another application (application_id %#x); refusing to use it: %w", s.path, appID, ErrNotDatabase)
 	case appID == 0 && objects > 0:
-		return fmt.Errorf("sqlite: %s is a SQLite database of another application (it has tables but no mcpledger mark); refusing to use it: %w", s.path, ErrNotDatabase)
+		return 0, fmt.Errorf("sqlite: %s is a SQLite database of another application (it has tables but no mcpledger mark); refusing to use it: %w", s.path, ErrNotDatabase)
 	case version > known:
-		return fmt.Errorf("sqlite: %s has schema version %d but this build knows versions up to %d; upgrade mcpledger: %w", s.path, version, known, ErrSchemaTooNew)
+		return 0, fmt.Errorf("sqlite: %s has schema version %d but this build knows versions up to %d; upgrade mcpledger: %w", s.path, version, known, ErrSchemaTooNew)
 	}
-	return nil
+	return version, nil
 }
 
 // apply runs one migration unless another process applied it first (the

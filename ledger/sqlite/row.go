@@ -18,7 +18,7 @@ const columns = `tenant, tool, key, session, fingerprint, arguments, state,
 
 // Settled states as an SQL list; kept in step with ledger.State.Settled by
 // TestSettledList.
-const settledList = `('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE')`
+const settledList = `('SUCCEEDED', 'FAILED', 'RETRYABLE', 'DENIED')`
 
 type scanner interface {
 	Scan(dest ...any) error

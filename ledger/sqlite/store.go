@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -122,6 +123,12 @@ type Store struct {
 	// mu guards watchers, the per-record wake-up channels of Wait.
 	mu       sync.Mutex
 	watchers map[ledger.ID]*watcher
+
+	// commits counts committed write transactions (group commit shows as
+	// fewer commits than writes).
+	commits atomic.Int64
+	// waitHook, set only by tests before use, runs when Wait blocks.
+	waitHook func(ledger.ID)
 }
 
 // Open opens the ledger at path, creating it (mode 0600, folder 0700) when

@@ -92,6 +92,9 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 		} else {
 			timer.Reset(delay)
 		}
+		if s.waitHook != nil {
+			s.waitHook(id)
+		}
 		select {
 		case <-ch:
 		case <-timer.C:

@@ -171,5 +171,6 @@ func (s *Store) commit(tx *sql.Tx) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", s.classify(err))
 	}
+	s.commits.Add(1)
 	return nil
 }

@@ -1,0 +1,9 @@
+package sqlite
+
+import "github.com/mcpledger/mcpledger/ledger"
+
+// SetWaitHook makes Wait call f each time it blocks. Set it before use.
+func SetWaitHook(s *Store, f func(ledger.ID)) { s.waitHook = f }
+
+// Commits returns how many write transactions s has committed.
+func Commits(s *Store) int64 { return s.commits.Load() }
