@@ -79,7 +79,7 @@ func testPayload(t *testing.T, newStore NewStore) {
 		e.mustClaim(r)
 		e.clock.Advance(time.Second)
 		e.mustTransition(ledger.Transition{ID: r.ID, From: ledger.StateProcessing, To: ledger.StateFailed, Owner: r.Owner,
-			Result: json.RawMessage(`{"isError":true,"content":[{"type":"text","text":"карта отклонена ✗"}]}`),
+			Result:    json.RawMessage(`{"isError":true,"content":[{"type":"text","text":"карта отклонена ✗"}]}`),
 			ErrorKind: "tool_error", ErrorMessage: "карта отклонена ✗"})
 		want := e.mustGet(r.ID)
 		if !bytes.Equal(want.Arguments, args) || want.Session != r.Session || want.Owner != r.Owner || want.ErrorMessage != "карта отклонена ✗" {
