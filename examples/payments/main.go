@@ -1,0 +1,138 @@
+// Command payments is an example MCP server with a non-idempotent
+// create_payment tool made safe to repeat by mcpledger's server middleware
+// and transactional outbox.
+//
+//	go run ./examples/payments                        # stdio
+//	go run ./examples/payments -http 127.0.0.1:8080   # streamable HTTP
+//	go run ./examples/payments -count KEY             # what the downstream saw for KEY
+//	go run ./examples/payments -reconcile KEY         # settle an UNKNOWN payment from the payments table
+//
+// PAYMENTS_FAULT (or -fault) arms crash hooks for tests: for example
+// "handler=hang" blocks create_payment before its commit, and
+// "deliver-applied=kill" SIGKILLs the process after the downstream applied
+// an event.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "payments:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg payments.Config
+	fs.StringVar(&cfg.DB, "db", "payments.db", "payments database (SQLite)")
+	fs.StringVar(&cfg.Ledger, "ledger", "", "idempotency ledger (default: beside -db, NAME.ledger.db)")
+	fs.StringVar(&cfg.Downstream, "downstream", "", "downstream database that counts delivered payment.created events (default: NAME.downstream.db)")
+	fs.DurationVar(&cfg.Lease, "lease", 0, "PROCESSING lease of a running handler (default 30s)")
+	fs.DurationVar(&cfg.InProgressWait, "wait", 0, "how long a duplicate waits for a running call before -31002 (default 5s)")
+	fs.Int64Var(&cfg.DailyLimitCents, "limit", payments.DefaultDailyLimitCents, "most one payee may receive in 24h, in cents")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	fault := fs.String("fault", os.Getenv(payments.FaultEnv), "fault hooks, point=action[,...] (see package payments)")
+	count := fs.String("count", "", "print what the downstream saw for this idempotency key as JSON, and exit")
+	reconcile := fs.String("reconcile", "", "settle the UNKNOWN create_payment of this key from the payments table, and exit")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	faults, err := payments.ParseFaults(*fault)
+	if err != nil {
+		return err
+	}
+	cfg.Faults, cfg.FaultWriter = faults, stderr
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app, err := payments.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+
+	switch {
+	case *count != "":
+		c, err := app.Downstream().Count(ctx, *count)
+		if err != nil {
+			return err
+		}
+		n, err := app.Payments(ctx, *count)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(struct {
+			payments.Counts
+			Payments int `json:"payments"`
+		}{c, n})
+	case *reconcile != "":
+		rec, err := app.Reconcile(ctx, "", *reconcile)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s: %s\n", rec.State, rec.Key, rec.ErrorMessage)
+		return nil
+	}
+
+	runDone := make(chan error, 1)
+	go func() { runDone <- app.Run(ctx) }()
+	defer func() {
+		stop()
+		<-runDone
+	}()
+	if *httpAddr == "" {
+		err := app.Server().Run(ctx, &mcp.StdioTransport{})
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	return serveHTTP(ctx, app, *httpAddr, stderr)
+}
+
+// serveHTTP serves streamable HTTP until ctx ends. It prints the address it
+// listens on, so that "-http 127.0.0.1:0" is usable by tests.
+func serveHTTP(ctx context.Context, app *payments.App, addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return app.Server() }, nil)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "payments: listening on http://%s/\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

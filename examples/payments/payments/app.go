@@ -1,0 +1,213 @@
+package payments
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/outbox"
+	"github.com/mcpledger/mcpledger/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultDailyLimitCents is the most one payee may receive in 24 hours.
+const DefaultDailyLimitCents = 1_000_000
+
+// Config configures an App. Only DB is required.
+type Config struct {
+	// DB is the payments database (SQLite file).
+	DB string
+	// Ledger is the idempotency ledger (default: DB with ".ledger.db" in
+	// place of ".db", beside it).
+	Ledger string
+	// Downstream is the database of the downstream that receives
+	// payment.created (default: DB with ".downstream.db").
+	Downstream string
+	// Lease, Retention and InProgressWait configure the guard
+	// (server.Options); zero means its defaults.
+	Lease, Retention, InProgressWait time.Duration
+	// DailyLimitCents caps what one payee receives in 24 hours
+	// (DefaultDailyLimitCents when zero).
+	DailyLimitCents int64
+	// Faults are armed fault hooks; FaultWriter gets their "reached" lines
+	// (os.Stderr when nil).
+	Faults      Faults
+	FaultWriter io.Writer
+	Logger      *slog.Logger // slog.Default when nil
+}
+
+// Paths fills the default ledger and downstream paths from DB.
+func (c Config) Paths() Config {
+	base := strings.TrimSuffix(c.DB, ".db")
+	if c.Ledger == "" {
+		c.Ledger = base + ".ledger.db"
+	}
+	if c.Downstream == "" {
+		c.Downstream = base + ".downstream.db"
+	}
+	return c
+}
+
+// App is the payments server with its databases, guard and dispatcher.
+type App struct {
+	cfg    Config
+	db     *sql.DB
+	ledger *sqlite.Store
+	guard  *server.Guard
+	down   *Downstream
+	disp   *outbox.Dispatcher
+	srv    *mcp.Server
+	log    *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating when needed) the three databases and builds the
+// MCP server.
+func Open(ctx context.Context, cfg Config) (_ *App, err error) {
+	if cfg.DB == "" {
+		return nil, errors.New("payments: no database path")
+	}
+	cfg = cfg.Paths()
+	if cfg.DailyLimitCents <= 0 {
+		cfg.DailyLimitCents = DefaultDailyLimitCents
+	}
+	if cfg.FaultWriter == nil {
+		cfg.FaultWriter = os.Stderr
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &App{cfg: cfg, log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if a.db, err = openSQLite(cfg.DB); err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, a.db); err != nil {
+		return nil, err
+	}
+	if a.ledger, err = sqlite.Open(ctx, cfg.Ledger, nil); err != nil {
+		return nil, fmt.Errorf("payments: ledger: %w", err)
+	}
+	if a.down, err = OpenDownstream(ctx, cfg.Downstream); err != nil {
+		return nil, err
+	}
+	a.guard = server.New(a.ledger, &server.Options{
+		Lease:          cfg.Lease,
+		Retention:      cfg.Retention,
+		InProgressWait: cfg.InProgressWait,
+		Logger:         cfg.Logger,
+	})
+	a.disp = &outbox.Dispatcher{
+		DB:         a.db,
+		Deliver:    a.deliver,
+		Lease:      10 * time.Second,
+		Poll:       200 * time.Millisecond,
+		MinBackoff: 50 * time.Millisecond,
+		MaxBackoff: 5 * time.Second,
+		Logger:     cfg.Logger,
+	}
+	a.srv = mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, &mcp.ServerOptions{
+		Instructions: "create_payment moves money and runs once per idempotency key: send the key in " +
+			"_meta[\"" + server.MetaKey + "\"] or as idempotency_key, and reuse it when retrying.",
+	})
+	a.addTools()
+	a.srv.AddReceivingMiddleware(a.guard.Middleware())
+	return a, nil
+}
+
+// openSQLite opens a file for use by several connections and processes:
+// WAL, a busy timeout, and write transactions that take the lock up front.
+func openSQLite(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_txlock=immediate&_synchronous=FULL")
+	if err != nil {
+		return nil, fmt.Errorf("payments: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payments (
+		id              TEXT PRIMARY KEY,
+		idempotency_key TEXT UNIQUE,
+		amount_cents    INTEGER NOT NULL,
+		currency        TEXT NOT NULL,
+		payee           TEXT NOT NULL,
+		memo            TEXT NOT NULL DEFAULT '',
+		created_at      INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("payments: migrate: %w", err)
+	}
+	return outbox.Migrate(ctx, db, outbox.SQLite)
+}
+
+// Server is the MCP server, ready for Run or Connect.
+func (a *App) Server() *mcp.Server { return a.srv }
+
+// Guard is the idempotency guard in front of the tools.
+func (a *App) Guard() *server.Guard { return a.guard }
+
+// Ledger is the guard's ledger.
+func (a *App) Ledger() *sqlite.Store { return a.ledger }
+
+// DB is the payments database.
+func (a *App) DB() *sql.DB { return a.db }
+
+// Downstream is the receiver of payment.created.
+func (a *App) Downstream() *Downstream { return a.down }
+
+// Dispatcher delivers the outbox to the downstream.
+func (a *App) Dispatcher() *outbox.Dispatcher { return a.disp }
+
+// Run runs the outbox dispatcher and the ledger sweeper until ctx ends.
+func (a *App) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.guard.Run(ctx)
+	}()
+	err := a.disp.Run(ctx)
+	<-done
+	return err
+}
+
+// deliver hands one event to the downstream.
+func (a *App) deliver(ctx context.Context, e outbox.Event) error {
+	if err := a.down.Receive(ctx, e); err != nil {
+		return err
+	}
+	return a.cfg.Faults.at(ctx, a.cfg.FaultWriter, FaultDeliverApplied)
+}
+
+// Close closes the databases.
+func (a *App) Close() error {
+	a.closeOnce.Do(func() {
+		var errs []error
+		if a.down != nil {
+			errs = append(errs, a.down.Close())
+		}
+		if a.ledger != nil {
+			errs = append(errs, a.ledger.Close())
+		}
+		if a.db != nil {
+			errs = append(errs, a.db.Close())
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}
