@@ -170,7 +170,7 @@ func AnswerFromElicit(res *mcp.ElicitResult, by string) Answer {
 		return Answer{Decision: ledger.DecisionApproved, By: by, Reason: reason}
 	case choiceSession:
 		return Answer{Decision: ledger.DecisionApprovedSession, By: by, Reason: reason}
-	case choiceDeny:
+	case choiceDeny, "": // no choice is the schema's default, deny
 		return deny(orElse(reason, "denied in the host"))
 	default:
 		return deny(fmt.Sprintf("the host answered with unknown decision %q", choice))
@@ -186,7 +186,9 @@ func orElse(s, fallback string) string {
 
 // ElicitParams is the form-mode elicitation for req: the Summary as the
 // message, and a schema asking for a decision (approve_once,
-// approve_session or deny; deny by default) and an optional reason.
+// approve_session or deny) and an optional reason. The decision is not
+// marked required: its default is deny, so a host that submits the form
+// untouched denies instead of failing the call.
 func ElicitParams(req Request) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:    "form",
@@ -210,7 +212,6 @@ func ElicitParams(req Request) *mcp.ElicitParams {
 					"description": "Why (asked when you deny; optional)",
 				},
 			},
-			"required": []any{"decision"},
 		},
 	}
 }

@@ -7,10 +7,31 @@ import (
 
 // Match reports whether name matches the glob pattern, ignoring case. '*'
 // matches any run of characters (including none and including '/', unlike
-// path.Match, because server labels may hold slashes) and '?' matches one
-// character; every other character matches itself. There is no escaping:
-// tool names in MCP never need a literal '*' or '?'.
+// path.Match, because server labels may hold slashes), '?' matches one
+// character, and '|' separates alternatives ("get_*|list_*"); every other
+// character matches itself. There is no escaping: MCP tool names are made of
+// letters, digits, '_', '-' and '.', so they never need a literal '*', '?'
+// or '|'.
 func Match(pattern, name string) bool {
+	_, ok := matchAlt(pattern, name)
+	return ok
+}
+
+// matchAlt returns the first alternative of pattern that matches name.
+func matchAlt(pattern, name string) (string, bool) {
+	for {
+		alt, rest, more := strings.Cut(pattern, "|")
+		if matchOne(alt, name) {
+			return alt, true
+		}
+		if !more {
+			return "", false
+		}
+		pattern = rest
+	}
+}
+
+func matchOne(pattern, name string) bool {
 	p, n := strings.ToLower(pattern), strings.ToLower(name)
 	// Linear-time wildcard matching: remember the last '*' and the name
 	// position it would consume next, and back up there on a mismatch.

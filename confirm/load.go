@@ -94,8 +94,9 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, tp.syntaxError(err)
 	}
+	end := tp.start()
 	if _, err := tp.dec.Token(); err != io.EOF {
-		return nil, tp.errAt(tp.start(), "", "unexpected data after the policy object")
+		return nil, tp.errAt(end, "", "unexpected data after the policy object")
 	}
 	return tp.policy(root)
 }
@@ -194,6 +195,12 @@ func (tp *treeParser) syntaxError(err error) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
+		// The streaming decoder counts offsets from where its current
+		// value began; a whole-document scan gives the absolute one.
+		var v any
+		if uerr := json.Unmarshal(tp.data, &v); errors.As(uerr, &se) {
+			err = se
+		}
 		off := int(se.Offset) - 1
 		if off < 0 {
 			off = 0

@@ -74,47 +74,51 @@ type Policy struct {
 	source string // file the policy came from, for Explain; "" for built-ins
 }
 
-// SensitiveNames are the tool-name globs the default policy asks about: names
-// that suggest deleting, moving money, or sending something out of the
-// system. It is a heuristic tuned to err toward asking. "*post*" is left out
-// on purpose (it matches get_posts, postgres_query, postal_code); "*email*"
-// is in, so a read tool named list_emails asks until a policy rule or a
-// trusted server's readOnlyHint allows it.
-var SensitiveNames = []string{
-	// destruction
-	"*delete*", "*remove*", "*drop*", "*destroy*", "*purge*", "*truncate*",
-	"*wipe*", "*erase*", "*revoke*", "*cancel*",
-	// money ("*pay*" covers payment, payout, repay)
-	"*pay*", "*transfer*", "*refund*", "*withdraw*", "*charge*", "*purchase*",
-	// messages and publication
-	"*send*", "*publish*", "*email*",
-}
+// ReadNames are the tool-name globs the default policy takes for reads:
+// names that start with a reading verb, so get_payment runs while
+// create_payment asks. A name is only a hint: this protects against honest
+// tools with dangerous effects, not against a server that lies.
+const ReadNames = "get_*|get-*|list_*|list-*|search_*|search-*|find_*|find-*|" +
+	"read_*|read-*|fetch_*|fetch-*|describe_*|describe-*|show_*|show-*|" +
+	"lookup_*|lookup-*|view_*|view-*|count_*|count-*|query_*|query-*"
 
-// Default is the policy used when there is no policy file:
+// SensitiveNames are the tool-name globs the default policy asks about
+// (unless the name starts with a reading verb, see ReadNames): names that
+// suggest deleting, moving money, or sending something out of the system.
+// The globs match anywhere in the name ("*pay*" catches create_payment,
+// payout and repay), erring toward asking. "post" counts only as the first
+// word: "*post*" would catch postgres_query and postal_code.
+const SensitiveNames = "*delete*|*remove*|*drop*|*destroy*|*purge*|*truncate*|" +
+	"*wipe*|*erase*|*revoke*|*cancel*|" +
+	"*pay*|*transfer*|*refund*|*withdraw*|*charge*|*purchase*|" +
+	"*send*|*publish*|*email*|post_*|post-*"
+
+// Default is the policy used when there is no policy file. In order, first
+// match wins:
 //
 //  1. allow a tool a trusted server marks readOnlyHint (no server is trusted
 //     by default, so this needs a policy file naming the server);
 //  2. ask for a tool whose annotations say it is destructive (this counts for
 //     untrusted servers too: a hint toward caution is always taken);
-//  3. ask for a tool whose name matches one of SensitiveNames;
-//  4. allow everything else.
+//  3. allow a tool whose name starts with a reading verb (ReadNames);
+//  4. ask for a tool whose name suggests a sensitive effect (SensitiveNames);
+//  5. allow everything else.
 //
 // With it, create_payment asks (its name says pay) and get_payment runs.
 func Default() *Policy {
 	yes := true
-	rules := []Rule{
+	return &Policy{Rules: []Rule{
 		{Tool: "*", When: &Conditions{ReadOnly: &yes}, Action: Allow,
 			Note: "a trusted server marks it read-only"},
 		{Tool: "*", When: &Conditions{Destructive: &yes}, Action: Ask,
 			Note: "its annotations say it is destructive"},
-	}
-	for _, g := range SensitiveNames {
-		rules = append(rules, Rule{Tool: g, Action: Ask,
-			Note: "its name suggests deleting, moving money or sending"})
-	}
-	rules = append(rules, Rule{Tool: "*", Action: Allow,
-		Note: "nothing suggests a sensitive effect"})
-	return &Policy{Rules: rules}
+		{Tool: ReadNames, Action: Allow,
+			Note: "its name starts with a reading verb"},
+		{Tool: SensitiveNames, Action: Ask,
+			Note: "its name suggests deleting, moving money or sending"},
+		{Tool: "*", Action: Allow,
+			Note: "nothing suggests a sensitive effect"},
+	}}
 }
 
 // defaultPolicy serves nil receivers without rebuilding the rules per call.
@@ -136,7 +140,8 @@ func (p *Policy) Explain(t Tool) (Verdict, string) {
 	h := hintsOf(t.Annotations)
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if !Match(r.Tool, t.Name) {
+		toolAlt, ok := matchAlt(r.Tool, t.Name)
+		if !ok {
 			continue
 		}
 		if r.Server != "" && !Match(r.Server, t.Server) {
@@ -150,7 +155,7 @@ func (p *Policy) Explain(t Tool) (Verdict, string) {
 				continue
 			}
 		}
-		return r.Action, p.describe(i)
+		return r.Action, p.describe(i, toolAlt)
 	}
 	return Ask, "no policy rule matched; asking is the fallback"
 }
@@ -168,7 +173,9 @@ func (p *Policy) Trusts(server string) bool {
 	return false
 }
 
-func (p *Policy) describe(i int) string {
+// describe names rule i and, for a rule with alternatives, the one that
+// matched (a reason quoting twenty globs helps nobody).
+func (p *Policy) describe(i int, toolAlt string) string {
 	r := p.Rules[i]
 	var b strings.Builder
 	if p.source != "" {
@@ -176,7 +183,7 @@ func (p *Policy) describe(i int) string {
 	} else {
 		b.WriteString("default policy")
 	}
-	fmt.Fprintf(&b, ": tool %q", r.Tool)
+	fmt.Fprintf(&b, ": tool %q", toolAlt)
 	if r.Server != "" {
 		fmt.Fprintf(&b, " on server %q", r.Server)
 	}

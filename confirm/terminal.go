@@ -208,6 +208,7 @@ func isTerminal(r io.Reader) bool {
 type lineReader struct {
 	r       *bufio.Reader
 	pending []byte
+	open    bool // the last line handed out had no newline yet
 	ended   bool
 	blanks  int
 }
@@ -225,8 +226,14 @@ func (l *lineReader) Read(p []byte) (int, error) {
 		switch {
 		case len(line) > 0:
 			l.pending = append(l.pending[:0], line...)
+			l.open = line[len(line)-1] != '\n'
 		case err == nil || errors.Is(err, bufio.ErrBufferFull):
 			return 0, nil
+		case errors.Is(err, io.EOF) && l.open:
+			// A last line without a newline is still an answer.
+			l.open = false
+			p[0] = '\n'
+			return 1, nil
 		case errors.Is(err, io.EOF) && l.blanks < maxBlanks:
 			l.ended = true
 			l.blanks++

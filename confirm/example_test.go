@@ -1,0 +1,83 @@
+package confirm_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func ExamplePolicy_Decide() {
+	policy := confirm.Default()
+	destructive := true
+	for _, tool := range []confirm.Tool{
+		{Name: "create_payment", Server: "payments"},
+		{Name: "get_payment", Server: "payments"},
+		{Name: "reset_cache", Server: "cache", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}},
+		// An untrusted server calling a delete read-only is not believed.
+		{Name: "delete_account", Server: "accounts", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "weather", Server: "forecast"},
+	} {
+		fmt.Printf("%-15s %s\n", tool.Name, policy.Decide(tool))
+	}
+	// Output:
+	// create_payment  ask
+	// get_payment     allow
+	// reset_cache     ask
+	// delete_account  ask
+	// weather         allow
+}
+
+func ExampleParse() {
+	policy, err := confirm.Parse([]byte(`{
+  "trusted": ["payments"],
+  "rules": [
+    {"tool": "create_payment", "server": "sandbox", "action": "allow"},
+    {"tool": "*", "server": "prod", "when": {"destructive": true}, "action": "deny"}
+  ]
+}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(policy.Decide(confirm.Tool{Name: "create_payment", Server: "sandbox"}))
+	fmt.Println(policy.Decide(confirm.Tool{Name: "create_payment", Server: "live"}))
+
+	_, err = confirm.Parse([]byte(`{"rules": [{"tool": "*", "action": "alow"}]}`))
+	fmt.Println(err)
+	// Output:
+	// allow
+	// ask
+	// confirm: policy:1:36: rules[0].action: "alow" is not allow, ask or deny
+}
+
+func ExampleTerminal() {
+	// Accessible mode answers over any reader: "3" denies, then the reason.
+	var screen strings.Builder
+	term := &confirm.Terminal{In: strings.NewReader("3\nwrong amount\n"), Out: &screen, Accessible: true, User: "alice"}
+	answer, err := term.Confirm(context.Background(), confirm.Request{
+		Server: "payments", Tool: "create_payment", Key: "order-42",
+		Arguments: []byte(`{"amount":1250}`),
+	})
+	fmt.Println(answer.Decision, answer.By, answer.Reason, err)
+	// Output:
+	// denied terminal:alice wrong amount <nil>
+}
+
+func ExampleChain() {
+	// No terminal and no elicitation-capable host: the chain says so and
+	// the caller denies. With --yes, a Static answer sits at the end.
+	var nobody *confirm.Terminal
+	yes := confirm.Static{Answer: confirm.Answer{Decision: ledger.DecisionApproved, Reason: "--yes"}}
+
+	_, err := confirm.Chain(nobody).Confirm(context.Background(), confirm.Request{Tool: "create_payment"})
+	fmt.Println(err)
+	answer, _ := confirm.Chain(nobody, yes).Confirm(context.Background(), confirm.Request{Tool: "create_payment"})
+	fmt.Println(answer.Decision, answer.By)
+	// Output:
+	// confirm: no terminal and no elicitation-capable host to ask; approve with --yes, or allow the tool in the policy file (--policy)
+	// approved static
+}
