@@ -66,3 +66,38 @@ func Example() {
 	// 1 call in this session:
 	// 1. create_order, key order-42: SUCCEEDED, 1 attempt, first sent 2026-03-01T09:30:00Z, last changed 2026-03-01T09:30:00Z
 }
+
+// A model lost the answer of a call and plans it again, with the same
+// arguments spelled differently: the guard finds the first call.
+func ExampleGuard_Check() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "planner")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	clock := func() time.Time { return time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC) }
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Now: clock})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	first, _ := ledger.Fingerprint(json.RawMessage(`{"to":"bob","subject":"Invoice"}`))
+	id := ledger.ID{Tenant: "acme", Tool: "send_mail", Key: "mail-7"}
+	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "chat-1", Fingerprint: first, Owner: "agent"}); err != nil {
+		log.Fatal(err)
+	}
+
+	again, _ := ledger.Fingerprint(json.RawMessage(`{"subject": "Invoice", "to": "bob"}`))
+	g := &planner.Guard{Store: st, Now: clock}
+	v, err := g.Check(ctx, planner.Query{Tenant: "acme", Session: "chat-1", Tool: "send_mail", Fingerprint: again})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(v.Decision)
+	fmt.Println(planner.Explain(v))
+	// Output:
+	// in_flight
+	// The call of send_mail with these arguments (key mail-7) is still in progress (sent 2026-03-01T09:30:00Z). Do not issue it again; its outcome will be recorded. To check on it, call ledger_status with key "mail-7".
+}

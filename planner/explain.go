@@ -61,7 +61,7 @@ func ExplainRecord(r *ledger.Record) string {
 	default: // UNKNOWN
 		fmt.Fprintf(&s, "was sent on %s but its outcome is unknown: it may or may not have taken effect. A person must reconcile it. Do not issue it again", stamp(r.CreatedAt))
 	}
-	fmt.Fprintf(&s, "; call ledger_status with key %q to check on it.", r.Key)
+	fmt.Fprintf(&s, ". To check on it, call ledger_status with key %q.", r.Key)
 	return s.String()
 }
 
