@@ -116,7 +116,25 @@ func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 			op.id.Key = newKey()
 		}
 	}
+	if o, err, ok := c.fastReplay(ctx, op); ok {
+		return o, err
+	}
 	return c.shared(ctx, op)
+}
+
+// fastReplay answers a repeat of a finished operation with one read, before
+// any write. It is only a shortcut: when it finds nothing final, the claim
+// decides as always.
+func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error, bool) {
+	rec, err := c.store.Get(ctx, op.id)
+	if err != nil || rec.Tombstone || !rec.State.Final() || !c.opts.Now().Before(rec.ExpiresAt) {
+		return nil, nil, false
+	}
+	if rec.Fingerprint != op.fp {
+		return nil, c.fail(op, rec, fmt.Errorf("%w: key %s", ledger.ErrKeyReused, op.id.Key)), true
+	}
+	o, err := c.settle(ctx, op, rec)
+	return o, err, true
 }
 
 func chainOK(ctx context.Context) bool {
