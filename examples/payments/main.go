@@ -47,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Ledger, "ledger", "", "idempotency ledger (default: beside -db, NAME.ledger.db)")
 	fs.StringVar(&cfg.Downstream, "downstream", "", "downstream database that counts delivered payment.created events (default: NAME.downstream.db)")
 	fs.DurationVar(&cfg.Lease, "lease", 0, "PROCESSING lease of a running handler (default 30s)")
+	fs.DurationVar(&cfg.DeliveryLease, "delivery-lease", 0, "how long one event delivery is reserved before another may retry it (default 10s)")
 	fs.DurationVar(&cfg.InProgressWait, "wait", 0, "how long a duplicate waits for a running call before -31002 (default 5s)")
 	fs.Int64Var(&cfg.DailyLimitCents, "limit", payments.DefaultDailyLimitCents, "most one payee may receive in 24h, in cents")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")

@@ -36,6 +36,10 @@ type Config struct {
 	// Lease, Retention and InProgressWait configure the guard
 	// (server.Options); zero means its defaults.
 	Lease, Retention, InProgressWait time.Duration
+	// DeliveryLease is how long one delivery of an event is reserved for
+	// one dispatcher (10s when zero); after a crash, the event is delivered
+	// again once it ends.
+	DeliveryLease time.Duration
 	// DailyLimitCents caps what one payee receives in 24 hours
 	// (DefaultDailyLimitCents when zero).
 	DailyLimitCents int64
@@ -83,6 +87,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.DailyLimitCents <= 0 {
 		cfg.DailyLimitCents = DefaultDailyLimitCents
 	}
+	if cfg.DeliveryLease <= 0 {
+		cfg.DeliveryLease = 10 * time.Second
+	}
 	if cfg.FaultWriter == nil {
 		cfg.FaultWriter = os.Stderr
 	}
@@ -116,7 +123,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.disp = &outbox.Dispatcher{
 		DB:         a.db,
 		Deliver:    a.deliver,
-		Lease:      10 * time.Second,
+		Lease:      cfg.DeliveryLease,
 		Poll:       200 * time.Millisecond,
 		MinBackoff: 50 * time.Millisecond,
 		MaxBackoff: 5 * time.Second,
