@@ -61,6 +61,10 @@ func (t *Terminal) Confirm(ctx context.Context, req Request) (Answer, error) {
 	case <-ctx.Done():
 		return Answer{}, fmt.Errorf("confirm: waiting for the terminal: %w", ctx.Err())
 	}
+	if err := ctx.Err(); err != nil {
+		<-t.turn
+		return Answer{}, fmt.Errorf("confirm: terminal prompt: %w", err)
+	}
 	in, out, closeTTY, err := t.open()
 	if err != nil {
 		<-t.turn

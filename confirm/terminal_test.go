@@ -138,6 +138,14 @@ func TestTerminalContextCancel(t *testing.T) {
 	if _, err := term.Confirm(ctx2, sampleRequest()); !errors.Is(err, context.Canceled) {
 		t.Errorf("second Confirm with a cancelled context = %v; want context.Canceled", err)
 	}
+
+	// Ending the input ends the abandoned prompt; the next Confirm gets the
+	// terminal (and finds the input ended). This also keeps the abandoned
+	// goroutine from outliving the test.
+	inW.Close()
+	if _, err := term.Confirm(context.Background(), sampleRequest()); !errors.Is(err, ErrNoAnswer) {
+		t.Errorf("Confirm after the input closed = %v; want ErrNoAnswer", err)
+	}
 }
 
 func TestTerminalNoTTY(t *testing.T) {
