@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/server"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestKilledDuringHandler(t *testing.T) {
+	tests := []struct {
+		name      string
+		point     string
+		want      ledger.State
+		wantPaid  int
+		wantInRes string
+	}{
+		{"before the commit", payments.FaultHandler, ledger.StateFailed, 0, "no payment was made"},
+		{"after the commit", payments.FaultHandlerCommitted, ledger.StateSucceeded, 1, "pay_"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			const key = "crash-1"
+			args := []string{"-db", filepath.Join(dir, "p.db"), "-lease", "300ms", "-delivery-lease", "500ms"}
+			ctx := context.Background()
+
+			cs, cmd, log := startStdio(t, []string{payments.FaultEnv + "=" + tc.point + "=hang"}, args...)
+			callErr := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, payParams(key))
+				callErr <- err
+			}()
+			log.waitLine(t, payments.ReachedLine(tc.point), 30*time.Second)
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatalf("SIGKILL: %v", err)
+			}
+			if err := <-callErr; err == nil {
+				t.Fatalf("call to a server killed mid-handler returned no error")
+			}
+			cs.Close()
+
+			// The dead process left its claim PROCESSING.
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "p.ledger.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := ledger.ID{Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: key}
+			rec, err := st.Get(ctx, id)
+			st.Close()
+			if err != nil || rec.State != ledger.StateProcessing {
+				t.Fatalf("record after SIGKILL = %v, %v; want PROCESSING", rec, err)
+			}
+
+			cs2, _, _ := startStdio(t, nil, args...)
+			_, err = cs2.CallTool(ctx, payParams(key))
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != -31003 {
+				t.Fatalf("duplicate after restart = %v; want -31003 outcome_unknown", err)
+			}
+
+			out, err := command(nil, append(args, "-reconcile", key)...).CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(out), string(tc.want)) {
+				t.Fatalf("payments -reconcile = %q, %v; want %s", out, err, tc.want)
+			}
+
+			res, err := cs2.CallTool(ctx, payParams(key))
+			if err != nil {
+				t.Fatalf("duplicate after reconcile: %v", err)
+			}
+			marker, _ := json.Marshal(res.Meta[server.MetaReplay])
+			if !strings.Contains(string(marker), `"state":"`+string(tc.want)+`"`) {
+				t.Errorf("replay marker = %s; want state %s", marker, tc.want)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if !strings.Contains(text, tc.wantInRes) || res.IsError != (tc.want == ledger.StateFailed) {
+				t.Errorf("reconciled result = %q (isError %v); want it to mention %q", text, res.IsError, tc.wantInRes)
+			}
+			if tc.wantPaid == 1 {
+				// The committed payment's event still reaches the downstream once.
+				waitCounts(t, dir, key, func(c payments.Counts) bool { return c.Applied == 1 })
+			}
+			if _, paid := countCmd(t, dir, key); paid != tc.wantPaid {
+				t.Errorf("payments made with %s = %d; want %d", key, paid, tc.wantPaid)
+			}
+		})
+	}
+}
+
+func TestDispatcherKilledMidDelivery(t *testing.T) {
+	dir := t.TempDir()
+	const key = "deliver-1"
+	args := []string{"-db", filepath.Join(dir, "p.db"), "-delivery-lease", "500ms"}
+	ctx := context.Background()
+
+	cs, cmd, log := startStdio(t, []string{payments.FaultEnv + "=" + payments.FaultDeliverApplied + "=kill"}, args...)
+	cs.CallTool(ctx, payParams(key)) // the process may die before or after it answers
+	log.waitLine(t, payments.ReachedLine(payments.FaultDeliverApplied), 30*time.Second)
+	cs.Wait()
+	cs.Close()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("server ended with %v; want SIGKILL", cmd.ProcessState)
+	}
+	if c := downstreamCounts(t, dir, key); c.Deliveries != 1 || c.Applied != 1 {
+		t.Fatalf("downstream before restart = %+v; want 1 delivery, applied once", c)
+	}
+
+	// The restarted dispatcher delivers the event again (its delivered mark
+	// never committed); the inbox keeps the downstream from applying twice.
+	cs2, _, _ := startStdio(t, nil, args...)
+	c := waitCounts(t, dir, key, func(c payments.Counts) bool { return c.Deliveries >= 2 })
+	if c.Applied != 1 {
+		t.Errorf("downstream after redelivery = %+v; want applied exactly once", c)
+	}
+	// A retry of the call never makes a second payment, whatever the
+	// ledger knew when the process died.
+	if _, err := cs2.CallTool(ctx, payParams(key)); err != nil {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != -31003 {
+			t.Errorf("retry after the crash = %v; want a replay or -31003", err)
+		}
+	}
+	if _, paid := countCmd(t, dir, key); paid != 1 {
+		t.Errorf("payments made = %d; want 1", paid)
+	}
+}
+
+func TestConcurrentSessionsOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	url := startHTTP(t, nil, "-db", filepath.Join(dir, "p.db"), "-wait", "30s")
+	ctx := context.Background()
+	const sessions, perSession, key = 5, 10, "http-1"
+	var mu sync.Mutex
+	bodies := map[string]int{}
+	var wg sync.WaitGroup
+	for range sessions {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("connect %s: %v", url, err)
+		}
+		defer cs.Close()
+		for range perSession {
+			wg.Go(func() {
+				res, err := cs.CallTool(ctx, payParams(key))
+				if err != nil {
+					t.Errorf("CallTool: %v", err)
+					return
+				}
+				cp := *res
+				cp.Meta = nil
+				b, err := json.Marshal(&cp)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				bodies[string(b)]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	if len(bodies) != 1 {
+		t.Errorf("%d different results over %d calls; want all equal: %v", len(bodies), sessions*perSession, bodies)
+	}
+	waitCounts(t, dir, key, func(c payments.Counts) bool { return c.Applied >= 1 })
+	if c, paid := countCmd(t, dir, key); paid != 1 || c.Applied != 1 {
+		t.Errorf("after %d calls: %d payments, downstream %+v; want 1 payment applied once", sessions*perSession, paid, c)
+	}
+}
