@@ -18,7 +18,7 @@ func (s *Store) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := scanRecord(s.rdb.QueryRowContext(ctx, selectRecord, id.Tenant, id.Tool, id.Key))
+	r, err := s.getRaw(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: get %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrNotFound)
 	}

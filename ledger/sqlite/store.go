@@ -185,6 +185,9 @@ func (s *Store) dsn(readOnly bool) string {
 	q.Set("_busy_timeout", fmt.Sprint(s.opts.BusyTimeout.Milliseconds()))
 	q.Set("_synchronous", s.opts.Synchronous.pragma())
 	q.Set("_stmt_cache_size", "32")
+	// database/sql never shares a connection between goroutines, so
+	// SQLite's per-connection mutex is pure overhead.
+	q.Set("_mutex", "no")
 	if readOnly {
 		q.Set("_query_only", "1")
 	} else {

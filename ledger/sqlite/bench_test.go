@@ -1,0 +1,142 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+// cpuTime is the process's user+system CPU time. Benchmarks report it per
+// op beside ns/op: on a shared machine wall time includes waiting for a
+// CPU, CPU time does not.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds cpu-ns/op, measured since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+}
+
+var smallResult = json.RawMessage(`{"content":[{"type":"text","text":"order 42 created"}]}`)
+
+// claimComplete is one whole operation: claim, then record the result.
+func claimComplete(b *testing.B, st *sqlite.Store, key string) {
+	ctx := context.Background()
+	req := claimReq(key, "bench")
+	c, err := st.Claim(ctx, req)
+	if err != nil || !c.Won {
+		b.Fatalf("Claim(%q) = {Won: %v}, %v", key, c.Won, err)
+	}
+	if _, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
+		Owner: "bench", Result: smallResult, AddAttempts: 1}); err != nil {
+		b.Fatalf("Transition(%q) = %v", key, err)
+	}
+}
+
+// BenchmarkClaimComplete: one caller, durable (synchronous=FULL) mode.
+func BenchmarkClaimComplete(b *testing.B) {
+	st := openStore(b, nil)
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime(b))
+	for i := 0; b.Loop(); i++ {
+		claimComplete(b, st, fmt.Sprintf("k%d", i))
+	}
+}
+
+// BenchmarkRawFloor runs the same two statements through bare database/sql
+// with the same pragmas: what any SQLite ledger pays at least.
+func BenchmarkRawFloor(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	st, err := sqlite.Open(context.Background(), path, nil) // schema
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", "5000")
+	q.Set("_synchronous", "FULL")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_mutex", "no")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	insert, err := db.Prepare(`INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state, owner,
+		lease_until, trace_id, span_id, reuse_policy, created_at, updated_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'PROCESSING', ?, ?, '', '', 'reexecute', ?, ?, ?)
+		ON CONFLICT (tenant, tool, key) DO NOTHING`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	update, err := db.Prepare(`UPDATE records SET state = 'SUCCEEDED', result = ?, attempts = attempts + 1, updated_at = ?, lease_until = 0
+		WHERE tenant = ? AND tool = ? AND key = ? AND state = 'PROCESSING' AND owner = ?`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime(b))
+	for i := 0; b.Loop(); i++ {
+		req := claimReq(fmt.Sprintf("k%d", i), "bench")
+		now := time.Now().UnixNano()
+		if _, err := insert.Exec(req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint, []byte(req.Arguments), req.Owner,
+			now+int64(ledger.DefaultLease), now, now, now+int64(ledger.DefaultRetention)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := update.Exec([]byte(smallResult), time.Now().UnixNano(), req.Tenant, req.Tool, req.Key, req.Owner); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimCompleteParallel: 64 goroutines, distinct keys, durable
+// mode. Group commit lets them share fsyncs.
+func BenchmarkClaimCompleteParallel(b *testing.B) {
+	st := openStore(b, nil)
+	var next atomic.Int64
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime(b))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			claimComplete(b, st, fmt.Sprintf("k%d", next.Add(1)))
+		}
+	})
+}
+
+// BenchmarkReplay reads a SUCCEEDED record by key, as a duplicate call does.
+func BenchmarkReplay(b *testing.B) {
+	st := openStore(b, nil)
+	claimComplete(b, st, "done")
+	id := claimReq("done", "").ID
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime(b))
+	for b.Loop() {
+		r, err := st.Get(ctx, id)
+		if err != nil || r.State != ledger.StateSucceeded {
+			b.Fatalf("Get = %v, %v", r, err)
+		}
+	}
+}
