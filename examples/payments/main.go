@@ -133,7 +133,12 @@ func serveHTTP(ctx context.Context, app *payments.App, addr string, stderr io.Wr
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Calls in flight get a moment to finish; open SSE streams would hold
+	// Shutdown forever, so they are cut after it.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		return srv.Close()
+	}
+	return nil
 }
