@@ -14,16 +14,23 @@ import (
 )
 
 // The claim is decided by the primary key: the INSERT either creates the
-// record or does nothing. Only when it did nothing does a second round trip
-// try the two take-overs the contract allows, each a guarded UPDATE whose
-// WHERE clause is re-checked by PostgreSQL on the latest row version, so
-// two claimers can never both take the same record over.
+// record or does nothing. In the same statement a follower reads the record
+// it conflicted with, so following a live operation costs one round trip.
+// Only when that record may be taken over (RETRYABLE, or settled past its
+// retention) does a second round trip try the take-overs, each a guarded
+// UPDATE whose WHERE clause PostgreSQL re-checks on the latest row version,
+// so two claimers never both take the same record over.
 const (
-	claimInsert = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
-		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
-	ON CONFLICT (tenant, tool, key) DO NOTHING
-	RETURNING ` + recordCols
+	claimInsert = `WITH ins AS (
+		INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
+			owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
+		ON CONFLICT (tenant, tool, key) DO NOTHING
+		RETURNING ` + recordCols + `)
+	SELECT true, ` + recordCols + ` FROM ins
+	UNION ALL
+	SELECT false, ` + recordCols + ` FROM records
+	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT EXISTS (SELECT FROM ins)`
 
 	// A settled record past its retention is gone as far as the contract is
 	// concerned (the Reexecute policy): the claim replaces it whatever its
@@ -115,16 +122,25 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	takeLease := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 
 	var out ledger.Claim
-	// The record can vanish between the insert and the read (a concurrent
-	// Purge); the insert is then simply tried again.
+	// The read half of claimInsert uses the statement's snapshot, which
+	// misses a record committed by a concurrent claimer while this insert
+	// waited on it; the batch's reads see it. A record can also vanish
+	// between the statements (a concurrent Purge): the insert is then tried
+	// again.
 	for range 3 {
 		err := s.with(ctx, func(c *pgxpool.Conn) error {
-			rec, _, err := scanRecord(c.QueryRow(ctx, claimInsert, args...))
-			if err == nil {
+			var won bool
+			rec, _, err := scanRecord(rowFunc(func(dest ...any) error {
+				return c.QueryRow(ctx, claimInsert, args...).Scan(append([]any{&won}, dest...)...)
+			}))
+			switch {
+			case err == nil && won:
 				out = ledger.Claim{Record: rec, Won: true}
 				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
+			case err == nil && !mayTakeOver(rec, req.Fingerprint, now):
+				out = ledger.Claim{Record: rec}
+				return nil
+			case err != nil && !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}
 			b := &pgx.Batch{}
@@ -165,6 +181,24 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	}
 	return ledger.Claim{}, errors.New("postgres: claim: record kept vanishing between insert and read")
 }
+
+// mayTakeOver reports whether a claim could take rec over: the guarded
+// UPDATEs decide, this only spares followers of a live record the round
+// trip.
+func mayTakeOver(rec *ledger.Record, fingerprint string, now time.Time) bool {
+	if rec.Tombstone {
+		return false
+	}
+	if rec.State.Settled() && !rec.ExpiresAt.After(now) {
+		return true
+	}
+	return rec.State == ledger.StateRetryable && rec.Fingerprint == fingerprint
+}
+
+// rowFunc adapts a scan function to pgx.Row.
+type rowFunc func(dest ...any) error
+
+func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
 
 func validateClaim(req ledger.ClaimRequest) error {
 	if err := req.ID.Validate(); err != nil {

@@ -22,8 +22,9 @@
 //     then inserts.
 //   - Transitions are compare-and-set UPDATEs on state and lease owner.
 //   - Followers in this process are woken by the writer; followers in other
-//     processes by LISTEN/NOTIFY (a trigger notifies whenever a record leaves
-//     PROCESSING or PENDING_APPROVAL), with a bounded poll as the fallback.
+//     processes by LISTEN/NOTIFY on the channel "mcpledger:<schema>" (the
+//     writer notifies once a record has left PROCESSING or
+//     PENDING_APPROVAL), with a bounded poll as the fallback.
 //   - Every timestamp comes from Options.Now, never from the database clock.
 //   - ExpireLeases and Purge work in bounded batches with SKIP LOCKED.
 //   - While the server restarts, operations retry for Options.ReconnectFor.

@@ -57,7 +57,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 		}
 		total += len(ids)
 		for _, id := range ids {
-			s.waiters.wake(notifyPayload(id))
+			s.settled(id)
 		}
 		if len(ids) < s.batchSize {
 			return total, nil

@@ -170,6 +170,16 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.lis.stop()
+		// Followers elsewhere would find these by polling; sending them
+		// spares them the wait when a process exits right after a write.
+		if payloads := s.lis.takePending(); len(payloads) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.lis.channel, payloads); err != nil {
+				// Nothing to undo: the followers poll.
+				payloads = nil
+			}
+			cancel()
+		}
 		s.pool.Close()
 	})
 	return nil

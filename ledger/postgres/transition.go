@@ -88,7 +88,7 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		return nil, fmt.Errorf("postgres: transition %s -> %s of %s key %s: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), err)
 	}
 	if t.From.Waiting() {
-		s.waiters.wake(notifyPayload(t.ID))
+		s.settled(t.ID)
 	}
 	return out, nil
 }

@@ -57,6 +57,14 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 	}
 }
 
+// settled wakes the followers of id: those of this Store at once, those of
+// other processes through a notification.
+func (s *Store) settled(id ledger.ID) {
+	p := notifyPayload(id)
+	s.waiters.wake(p)
+	s.lis.publish(p)
+}
+
 // waiter is one Wait call's registration.
 type waiter struct {
 	key string
@@ -125,29 +133,48 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// listener holds one connection outside the pool that LISTENs on the
-// schema's channel and forwards notifications to the waiters. It starts
-// with the first Wait, so processes that never wait hold no extra
-// connection, and reconnects with a bounded backoff until stopped.
+// listener holds one connection outside the pool that both LISTENs on the
+// schema's channel, forwarding notifications to the waiters, and sends this
+// Store's notifications. It starts with the first Wait or the first write
+// that others may wait for, and reconnects with a bounded backoff until
+// stopped.
+//
+// Notifications are sent after the write committed, in a transaction of
+// their own, rather than by the writing transaction: PostgreSQL holds a
+// database-wide lock from a notifying transaction's commit until its end,
+// which would serialize every completion's WAL flush and defeat group
+// commit. A notification lost this way (a crash right after the commit)
+// costs a follower one poll interval, never correctness.
 type listener struct {
 	cfg     *pgx.ConnConfig
 	channel string
 	ws      *waiters
+	kick    chan struct{} // buffered 1: publish wakes run
 
-	mu      sync.Mutex // guards started, cancel, live
+	mu      sync.Mutex // guards started, cancel, live, pending
 	started bool
 	cancel  context.CancelFunc
 	live    bool
+	pending map[string]struct{} // payloads to send
 	done    chan struct{}
 }
 
+// maxPending bounds the payloads queued while the server is unreachable;
+// past it followers elsewhere find out by polling.
+const maxPending = 4096
+
 func newListener(cfg *pgx.ConnConfig, channel string, ws *waiters) *listener {
-	return &listener{cfg: cfg, channel: channel, ws: ws, done: make(chan struct{})}
+	return &listener{cfg: cfg, channel: channel, ws: ws, kick: make(chan struct{}, 1),
+		pending: make(map[string]struct{}), done: make(chan struct{})}
 }
 
 func (l *listener) start() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.startLocked()
+}
+
+func (l *listener) startLocked() {
 	if l.started {
 		return
 	}
@@ -155,6 +182,32 @@ func (l *listener) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go l.run(ctx)
+}
+
+// publish queues a notification for the followers of a record in other
+// processes.
+func (l *listener) publish(payload string) {
+	l.mu.Lock()
+	if len(l.pending) < maxPending {
+		l.pending[payload] = struct{}{}
+	}
+	l.startLocked()
+	l.mu.Unlock()
+	signal(l.kick)
+}
+
+func (l *listener) takePending() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(l.pending))
+	for p := range l.pending {
+		out = append(out, p)
+	}
+	clear(l.pending)
+	return out
 }
 
 // stop ends the listener and waits for its goroutine.
@@ -204,8 +257,8 @@ func (l *listener) run(ctx context.Context) {
 	}
 }
 
-// listenOnce connects, listens and forwards until the connection fails. It
-// reports whether the LISTEN was established.
+// listenOnce connects, listens, sends and forwards until the connection
+// fails. It reports whether the LISTEN was established.
 func (l *listener) listenOnce(ctx context.Context) bool {
 	conn, err := pgx.ConnectConfig(ctx, l.cfg)
 	if err != nil {
@@ -218,10 +271,30 @@ func (l *listener) listenOnce(ctx context.Context) bool {
 	l.setLive(true)
 	defer l.setLive(false)
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		if payloads := l.takePending(); len(payloads) > 0 {
+			if _, err := conn.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, l.channel, payloads); err != nil {
+				return true
+			}
+		}
+		// A publish cancels the wait (a deadline on the socket, which
+		// leaves the connection usable) so that the loop sends at once.
+		wctx, cancel := context.WithCancel(ctx)
+		stopKick := make(chan struct{})
+		go func() {
+			select {
+			case <-l.kick:
+				cancel()
+			case <-stopKick:
+			}
+		}()
+		n, err := conn.WaitForNotification(wctx)
+		close(stopKick)
+		cancel()
+		switch {
+		case err == nil:
+			l.ws.wake(n.Payload)
+		case ctx.Err() != nil || conn.IsClosed():
 			return true
 		}
-		l.ws.wake(n.Payload)
 	}
 }

@@ -45,21 +45,3 @@ CREATE INDEX records_expiry ON records (expires_at)
     WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE');
 CREATE INDEX records_updated ON records (updated_at)
     WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE');
-
--- Followers in other processes LISTEN on "mcpledger:<schema>". A trigger,
--- rather than the Go code, sends the notification so that every writer (this
--- package, an operator's UPDATE, lease expiry) wakes them. The payload is the
--- md5 of tenant, tool and key joined by chr(31): short, and free of the
--- 8000-byte payload limit whatever the tool name.
-CREATE FUNCTION records_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('mcpledger:' || TG_TABLE_SCHEMA,
-        md5(NEW.tenant || chr(31) || NEW.tool || chr(31) || NEW.key));
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER records_left_waiting AFTER UPDATE OF state ON records
-    FOR EACH ROW
-    WHEN (OLD.state IN ('PROCESSING', 'PENDING_APPROVAL') AND NEW.state IS DISTINCT FROM OLD.state)
-    EXECUTE FUNCTION records_notify();

@@ -1,0 +1,100 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
+)
+
+var benchResult = json.RawMessage(`{"content":[{"type":"text","text":"payment p-1 created"}],"isError":false}`)
+
+func claimComplete(b *testing.B, st *postgres.Store, key string) {
+	ctx := context.Background()
+	id := ledger.ID{Tenant: "bench", Tool: "create_payment", Key: key}
+	c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "w", Arguments: json.RawMessage(`{"amount":42}`)})
+	if err != nil || !c.Won {
+		b.Fatalf("Claim(%q) = {Won: %v}, %v; want a won claim", key, c.Won, err)
+	}
+	if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded,
+		Owner: "w", Result: benchResult, AddAttempts: 1}); err != nil {
+		b.Fatalf("Transition(%q) = %v", key, err)
+	}
+}
+
+// BenchmarkClaimComplete is one executed operation: claim a new key, then
+// record its result.
+func BenchmarkClaimComplete(b *testing.B) {
+	st := open(b, pgtest.Schema(b), &postgres.Options{MaxConns: 1})
+	b.ResetTimer()
+	for i := range b.N {
+		claimComplete(b, st, fmt.Sprintf("k-%d", i))
+	}
+}
+
+// BenchmarkRawFloor is the same work as BenchmarkClaimComplete as two bare
+// statements on one pgx connection, with no ledger logic: the floor the
+// Store is measured against.
+func BenchmarkRawFloor(b *testing.B) {
+	url := pgtest.Schema(b)
+	open(b, url, nil).Close() // creates the table
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	b.ResetTimer()
+	for i := range b.N {
+		key := fmt.Sprintf("k-%d", i)
+		if _, err := conn.Exec(ctx, `INSERT INTO records (tenant, tool, key, fingerprint, arguments, state, owner,
+				lease_until, created_at, updated_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, now(), now(), now(), now())`,
+			"bench", "create_payment", key, "fp", []byte(`{"amount":42}`), "w"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `UPDATE records SET state = 'SUCCEEDED', result = $4, attempts = attempts + 1,
+				lease_until = NULL, updated_at = now()
+			WHERE tenant = $1 AND tool = $2 AND key = $3 AND state = 'PROCESSING' AND owner = 'w'`,
+			"bench", "create_payment", key, []byte(benchResult)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimCompleteParallel runs ClaimComplete from 64 goroutines on
+// distinct keys.
+func BenchmarkClaimCompleteParallel(b *testing.B) {
+	st := open(b, pgtest.Schema(b), &postgres.Options{MaxConns: 16})
+	var n atomic.Int64
+	b.SetParallelism(max(1, 64/runtimeProcs()))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			claimComplete(b, st, fmt.Sprintf("k-%d", n.Add(1)))
+		}
+	})
+}
+
+// BenchmarkFollower is a duplicate claim of a settled operation: the
+// replay path.
+func BenchmarkFollower(b *testing.B) {
+	st := open(b, pgtest.Schema(b), nil)
+	claimComplete(b, st, "k")
+	ctx := context.Background()
+	req := ledger.ClaimRequest{ID: ledger.ID{Tenant: "bench", Tool: "create_payment", Key: "k"}, Fingerprint: "fp", Owner: "x"}
+	b.ResetTimer()
+	for range b.N {
+		c, err := st.Claim(ctx, req)
+		if err != nil || c.Won {
+			b.Fatalf("Claim = {Won: %v}, %v; want a follower", c.Won, err)
+		}
+	}
+}
