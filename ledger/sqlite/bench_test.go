@@ -140,3 +140,21 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReplayClaim is a duplicate Claim of a SUCCEEDED key: answered by
+// a read, without the write lock.
+func BenchmarkReplayClaim(b *testing.B) {
+	st := openStore(b, nil)
+	claimComplete(b, st, "done")
+	req := claimReq("done", "other")
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime(b))
+	for b.Loop() {
+		c, err := st.Claim(ctx, req)
+		if err != nil || c.Won || c.Record.State != ledger.StateSucceeded {
+			b.Fatalf("Claim = {Won: %v}, %v", c.Won, err)
+		}
+	}
+}

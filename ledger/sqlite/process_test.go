@@ -307,9 +307,13 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	if !strings.Contains(err.Error(), "locked") {
 		t.Errorf("error %q does not say the database is locked", err)
 	}
-	// Readers are not blocked by a writer, and an up-to-date file opens.
+	// Readers are not blocked by a writer, duplicates are answered by a
+	// read, and an up-to-date file opens.
 	if _, err := st.Get(ctx, claimReq("before", "").ID); err != nil {
 		t.Errorf("Get while another process writes = %v; want the record", err)
+	}
+	if cl, err := st.Claim(ctx, claimReq("before", "owner-2")); err != nil || cl.Won || cl.Record.Owner != "owner-1" {
+		t.Errorf("duplicate Claim while another process writes = {Won: %v}, %v; want a follower of owner-1", cl.Won, err)
 	}
 	other := openPath(t, path, &sqlite.Options{BusyTimeout: busy})
 	if _, err := other.Get(ctx, claimReq("before", "").ID); err != nil {

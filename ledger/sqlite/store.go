@@ -19,6 +19,21 @@ import (
 
 var _ ledger.Store = (*Store)(nil)
 
+// driverName is mattn/go-sqlite3 with the per-connection settings the DSN
+// cannot express.
+const driverName = "mcpledger_sqlite3"
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			// After a checkpoint the WAL file shrinks back to this size,
+			// so a burst of large results does not hold disk space.
+			_, err := c.Exec("PRAGMA journal_size_limit = 67108864", nil)
+			return err
+		},
+	})
+}
+
 // Errors callers branch on with errors.Is.
 var (
 	// ErrNotDatabase: the file is not a SQLite database, or it is one that
@@ -152,7 +167,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		writerEnd: make(chan struct{}),
 		watchers:  make(map[ledger.ID]*watcher),
 	}
-	s.wdb, err = sql.Open("sqlite3", s.dsn(false))
+	s.wdb, err = sql.Open(driverName, s.dsn(false))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -165,7 +180,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, s.wdb.Close())
 	}
-	s.rdb, err = sql.Open("sqlite3", s.dsn(true))
+	s.rdb, err = sql.Open(driverName, s.dsn(true))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", abs, err), s.wdb.Close())
 	}
@@ -204,6 +219,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.writerEnd
+		// Blocked waiters re-read, fail on the closed database and return.
+		defer s.wakeAll()
 		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)

@@ -54,6 +54,16 @@ func (s *Store) wake(id ledger.ID) {
 	}
 }
 
+func (s *Store) wakeAll() {
+	s.mu.Lock()
+	ws := s.watchers
+	s.watchers = make(map[ledger.ID]*watcher)
+	s.mu.Unlock()
+	for _, w := range ws {
+		close(w.ch)
+	}
+}
+
 // Wait implements ledger.Store. A change made through this Store wakes the
 // waiter immediately; a change made by another process is seen by
 // re-reading the record with a backoff from PollInterval to

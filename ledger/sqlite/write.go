@@ -101,6 +101,14 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	if req.NeedsApproval {
 		state = ledger.StatePendingApproval
 	}
+	// Most claims of an existing key are duplicates. A plain read settles
+	// them without the write lock: when the record exists and can be
+	// neither taken over nor replaced, the caller is a follower as of that
+	// read. Creating, taking over or replacing a record is always decided
+	// by the conflicting INSERT below, never by this read.
+	if r, err := s.getRaw(ctx, req.ID); err == nil && !claimable(r, req.Fingerprint, s.opts.Now()) {
+		return follow(r, req)
+	}
 	var out ledger.Claim
 	var claimErr error
 	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
@@ -146,19 +154,35 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: claim: read existing record: %w", err)
 		}
-		out = ledger.Claim{Record: r}
-		if r.Fingerprint != req.Fingerprint {
-			// Reported to the caller, but not a failed write: the batch
-			// need not roll anything back for it.
-			claimErr = fmt.Errorf("sqlite: claim %s key %s: stored fingerprint %.12s, request %.12s: %w",
-				req.Tool, ledger.ShortHash(req.Key), r.Fingerprint, req.Fingerprint, ledger.ErrKeyReused)
-		}
+		// A reused key is reported to the caller but is not a failed
+		// write: the batch need not roll anything back for it.
+		out, claimErr = follow(r, req)
 		return nil, nil
 	})
 	if err != nil {
 		return ledger.Claim{}, err
 	}
 	return out, claimErr
+}
+
+// claimable reports whether a Claim with fingerprint fp would take r over
+// (RETRYABLE, same operation) or replace it (settled and expired).
+func claimable(r *ledger.Record, fp string, now time.Time) bool {
+	if r.Tombstone {
+		return false
+	}
+	return (r.State.Settled() && !r.ExpiresAt.After(now)) ||
+		(r.State == ledger.StateRetryable && r.Fingerprint == fp)
+}
+
+// follow is the outcome for a caller that did not win r.
+func follow(r *ledger.Record, req ledger.ClaimRequest) (ledger.Claim, error) {
+	c := ledger.Claim{Record: r}
+	if r.Fingerprint != req.Fingerprint {
+		return c, fmt.Errorf("sqlite: claim %s key %s: stored fingerprint %.12s, request %.12s: %w",
+			req.Tool, ledger.ShortHash(req.Key), r.Fingerprint, req.Fingerprint, ledger.ErrKeyReused)
+	}
+	return c, nil
 }
 
 func validateClaim(req ledger.ClaimRequest) error {
