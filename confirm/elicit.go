@@ -102,12 +102,12 @@ func (e *Elicit) Confirm(ctx context.Context, req Request) (Answer, error) {
 	}
 	caps, version := e.host()
 	if caps == nil || caps.Elicitation == nil {
-		return Answer{}, fmt.Errorf("%w (the host does not support elicitation)", ErrNoConfirmer)
+		return Answer{}, fmt.Errorf("confirm: the host does not support elicitation: %w", ErrNoConfirmer)
 	}
 	// Both modes unset means form, for old clients; URL alone means the
 	// host cannot show a form.
 	if caps.Elicitation.Form == nil && caps.Elicitation.URL != nil {
-		return Answer{}, fmt.Errorf("%w (the host supports only URL elicitation)", ErrNoConfirmer)
+		return Answer{}, fmt.Errorf("confirm: the host supports only URL elicitation: %w", ErrNoConfirmer)
 	}
 	params := ElicitParams(req)
 	if version >= multiRoundTripVersion {

@@ -19,20 +19,23 @@ func Match(pattern, name string) bool {
 
 // matchAlt returns the first alternative of pattern that matches name.
 func matchAlt(pattern, name string) (string, bool) {
+	// Fold case once, not per alternative; the folded alternative is
+	// returned only for messages.
+	lp, n := strings.ToLower(pattern), strings.ToLower(name)
 	for {
-		alt, rest, more := strings.Cut(pattern, "|")
-		if matchOne(alt, name) {
+		alt, rest, more := strings.Cut(lp, "|")
+		if matchFolded(alt, n) {
 			return alt, true
 		}
 		if !more {
 			return "", false
 		}
-		pattern = rest
+		lp = rest
 	}
 }
 
-func matchOne(pattern, name string) bool {
-	p, n := strings.ToLower(pattern), strings.ToLower(name)
+// matchFolded matches one alternative; both strings are already lower case.
+func matchFolded(p, n string) bool {
 	// Linear-time wildcard matching: remember the last '*' and the name
 	// position it would consume next, and back up there on a mismatch.
 	px, nx := 0, 0

@@ -126,8 +126,14 @@ var defaultPolicy = Default()
 
 // Decide returns the verdict for t.
 func (p *Policy) Decide(t Tool) Verdict {
-	v, _ := p.Explain(t)
-	return v
+	if p == nil {
+		p = defaultPolicy
+	}
+	i, _ := p.match(t)
+	if i < 0 {
+		return Ask
+	}
+	return p.Rules[i].Action
 }
 
 // Explain returns the verdict for t and a one-line reason naming the rule
@@ -136,6 +142,16 @@ func (p *Policy) Explain(t Tool) (Verdict, string) {
 	if p == nil {
 		p = defaultPolicy
 	}
+	i, alt := p.match(t)
+	if i < 0 {
+		return Ask, "no policy rule matched; asking is the fallback"
+	}
+	return p.Rules[i].Action, p.describe(i, alt)
+}
+
+// match returns the index of the first rule that applies to t (-1 for none)
+// and the alternative of its tool glob that matched.
+func (p *Policy) match(t Tool) (int, string) {
 	trusted := p.Trusts(t.Server)
 	h := hintsOf(t.Annotations)
 	for i := range p.Rules {
@@ -155,9 +171,9 @@ func (p *Policy) Explain(t Tool) (Verdict, string) {
 				continue
 			}
 		}
-		return r.Action, p.describe(i, toolAlt)
+		return i, toolAlt
 	}
-	return Ask, "no policy rule matched; asking is the fallback"
+	return -1, ""
 }
 
 // Trusts reports whether the policy counts server's annotations.

@@ -106,7 +106,7 @@ func (t *Terminal) open() (io.Reader, io.Writer, func(), error) {
 	}
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w (opening the terminal: %v)", ErrNoConfirmer, err)
+		return nil, nil, nil, fmt.Errorf("confirm: opening the terminal: %v: %w", err, ErrNoConfirmer)
 	}
 	var once sync.Once
 	closeTTY := func() { once.Do(func() { _ = tty.Close() }) }
