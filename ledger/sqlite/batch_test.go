@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -95,5 +96,34 @@ func TestSettledList(t *testing.T) {
 	want += ")"
 	if settledList != want {
 		t.Errorf("settledList = %s; want %s (ledger.State.Settled)", settledList, want)
+	}
+}
+
+func TestSynchronousSetting(t *testing.T) {
+	cases := []struct {
+		name string
+		sync Synchronous
+		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{
+		{"default is FULL", SyncFull, 2},
+		{"NORMAL on request", SyncNormal, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), &Options{Synchronous: tc.sync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for _, db := range []*sql.DB{s.wdb, s.rdb} {
+				var got int
+				if err := db.QueryRow("PRAGMA synchronous").Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != tc.want {
+					t.Errorf("PRAGMA synchronous = %d; want %d", got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -183,3 +183,33 @@ func claimReq(key, owner string) ledger.ClaimRequest {
 		Owner:       owner,
 	}
 }
+
+// Paths reach SQLite as URIs; characters that mean something in a URI
+// must still name the file.
+func TestOddPaths(t *testing.T) {
+	for _, name := range []string{"with space.db", "question?mark.db", "hash#sign.db", "percent%41.db", "ünï.db"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			st, err := sqlite.Open(context.Background(), path, nil)
+			if err != nil {
+				t.Fatalf("Open(%q) = %v", path, err)
+			}
+			if _, err := st.Claim(context.Background(), claimReq("k1", "owner-1")); err != nil {
+				t.Errorf("Claim = %v", err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Name() != name {
+					t.Errorf("Open(%q) left a file named %q", name, e.Name())
+				}
+			}
+		})
+	}
+}
