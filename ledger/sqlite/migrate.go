@@ -3,7 +3,6 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -192,11 +191,4 @@ func (s *Store) apply(ctx context.Context, m migration, known int) error {
 		return fmt.Errorf("sqlite: migration %s: %w", m.name, s.classify(err))
 	}
 	return nil
-}
-
-// execer is what the write helpers need from a transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }

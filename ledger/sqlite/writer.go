@@ -174,3 +174,10 @@ func (s *Store) commit(tx *sql.Tx) error {
 	s.commits.Add(1)
 	return nil
 }
+
+// execer is what the write helpers need from a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
