@@ -106,6 +106,11 @@ func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 			return nil, fmt.Errorf("client: re-planning guard: %w", err)
 		}
 		op.decision = v.Decision
+		if v.Decision == planner.Denied && v.Record.ErrorKind == KindUnconfirmed {
+			// Nobody answered last time; this is a new question.
+			v = planner.Verdict{Decision: planner.New}
+			op.decision = planner.New
+		}
 		if v.Record != nil && v.Decision != planner.New {
 			c.log.Info("re-planned call matched", "tool", p.Name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
 			return c.settle(ctx, op, v.Record)

@@ -121,3 +121,20 @@ func TestPolicyDenyRecordsDecision(t *testing.T) {
 		t.Fatalf("approval = %+v; want by policy", r.Approval)
 	}
 }
+
+func TestUnansweredDenialDoesNotBlockALaterAnswer(t *testing.T) {
+	f := newFixture(t, nil, &client.Options{Session: "s-retry", Policy: askWrite()})
+	if _, err := f.c.Call(context.Background(), write("a", 1)); !errors.Is(err, client.ErrDenied) {
+		t.Fatalf("Call without confirmer = %v; want ErrDenied", err)
+	}
+	// The same call again, now with someone to ask (as `agentctl call --yes`).
+	person := &answering{answer: confirm.Answer{Decision: ledger.DecisionApproved, By: "test"}}
+	ctx := client.WithConfirmer(context.Background(), person)
+	o, err := f.c.Call(ctx, write("a", 1))
+	if err != nil {
+		t.Fatalf("Call with confirmer = %v", err)
+	}
+	if o.Replayed || person.asked.Load() != 1 || f.srv.TotalExecutions() != 1 {
+		t.Fatalf("replayed %v asked %d executions %d; want a fresh approved execution", o.Replayed, person.asked.Load(), f.srv.TotalExecutions())
+	}
+}

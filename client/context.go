@@ -1,6 +1,10 @@
 package client
 
-import "context"
+import (
+	"context"
+
+	"github.com/mcpledger/mcpledger/confirm"
+)
 
 type ctxKey int
 
@@ -8,6 +12,7 @@ const (
 	keyCtx ctxKey = iota
 	chainCtx
 	newKeyCtx
+	confirmerCtx
 )
 
 // WithKey sets the idempotency key of the next calls made with ctx. It is
@@ -45,4 +50,17 @@ func chainFrom(ctx context.Context) (string, bool) {
 func newKeyFrom(ctx context.Context) bool {
 	b, _ := ctx.Value(newKeyCtx).(bool)
 	return b
+}
+
+// WithConfirmer sets the confirmer for calls made with ctx, in place of
+// Options.Confirmer. A proxy uses it to ask the host of each request (an
+// MCP elicitation); its answer to a question asked earlier also settles an
+// operation left PENDING_APPROVAL by that question.
+func WithConfirmer(ctx context.Context, c confirm.Confirmer) context.Context {
+	return context.WithValue(ctx, confirmerCtx, c)
+}
+
+func confirmerFrom(ctx context.Context) (confirm.Confirmer, bool) {
+	c, ok := ctx.Value(confirmerCtx).(confirm.Confirmer)
+	return c, ok && c != nil
 }

@@ -46,6 +46,9 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 	rec := cl.Record
 	if rec.State == ledger.StatePendingApproval {
 		if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
+			if errors.Is(err, errSettledElsewhere) {
+				return c.settleID(ctx, op)
+			}
 			return nil, err
 		}
 	}
@@ -56,11 +59,18 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 // deny, or a person's answer. It returns the PROCESSING record on approval.
 func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record, verdict confirm.Verdict) (*ledger.Record, error) {
 	ans := confirm.Answer{Decision: ledger.DecisionDenied, By: "policy", Reason: "the policy denies " + op.name}
+	kind := "denied"
 	if verdict != confirm.Deny {
 		var err error
 		ans, err = c.ask(ctx, op, rec)
+		if errors.Is(err, confirm.ErrInputRequired) {
+			// The host asks the person and calls again with the answer; the
+			// record waits in PENDING_APPROVAL for that round.
+			return nil, err
+		}
 		if err != nil {
 			ans = confirm.Answer{Decision: ledger.DecisionDenied, By: "mcpledger", Reason: err.Error()}
+			kind = KindUnconfirmed
 		}
 	}
 	bg, cancel := c.recordCtx(ctx)
@@ -68,7 +78,7 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 	if ans.Decision == ledger.DecisionDenied {
 		denied, err := c.store.Transition(bg, ledger.Transition{
 			ID: op.id, From: ledger.StatePendingApproval, To: ledger.StateDenied,
-			Approval: ans.Approval(c.opts.Now()), ErrorKind: "denied", ErrorMessage: ans.Reason,
+			Approval: ans.Approval(c.opts.Now()), ErrorKind: kind, ErrorMessage: ans.Reason,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("client: record denial: %w", err)
@@ -80,6 +90,10 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 		ID: op.id, From: ledger.StatePendingApproval, To: ledger.StateProcessing,
 		Owner: c.opts.Owner, Lease: c.opts.Lease, Approval: ans.Approval(c.opts.Now()),
 	})
+	if errors.Is(err, ledger.ErrStateChanged) {
+		// Another caller settled the approval first: follow its outcome.
+		return nil, errSettledElsewhere
+	}
 	if err != nil {
 		return nil, fmt.Errorf("client: record approval: %w", err)
 	}
@@ -89,7 +103,11 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 // ask puts the call before a person. Earlier attempts of the same call in
 // this session are shown so the person can spot a repeat.
 func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (confirm.Answer, error) {
-	if c.opts.Confirmer == nil {
+	asker := c.opts.Confirmer
+	if cf, ok := confirmerFrom(ctx); ok {
+		asker = cf
+	}
+	if asker == nil {
 		return confirm.Answer{}, confirm.ErrNoConfirmer
 	}
 	earlier, err := c.store.FindRecent(ctx, ledger.RecentQuery{
@@ -105,7 +123,7 @@ func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (co
 			mine = append(mine, r)
 		}
 	}
-	return c.opts.Confirmer.Confirm(ctx, confirm.Request{
+	return asker.Confirm(ctx, confirm.Request{
 		Tenant: op.id.Tenant, Session: c.opts.Session, Server: c.serverName(c.Session()),
 		Tool: op.name, Key: op.id.Key, Arguments: op.redacted,
 		Annotations: annotations(op), Earlier: mine,
@@ -145,4 +163,19 @@ func (c *Client) retention(tool string) time.Duration {
 // has ended: the outcome of a call that was sent is never dropped.
 func (c *Client) recordCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+// KindUnconfirmed marks a denial where no person answered (no terminal, no
+// elicitation-capable host, or the input ended). Nobody decided, so the
+// re-planning guard does not hold it against a later attempt.
+const KindUnconfirmed = "unconfirmed"
+
+var errSettledElsewhere = errors.New("client: approval settled by another caller")
+
+func (c *Client) settleID(ctx context.Context, op *operation) (*Outcome, error) {
+	rec, err := c.store.Get(ctx, op.id)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c.settle(ctx, op, rec)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 )
@@ -19,6 +20,13 @@ import (
 func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
 	if rec.Tombstone {
 		return nil, c.fail(op, rec, fmt.Errorf("%w: the record of this key expired under the verify policy; a person must decide", ErrOutcomeUnknown))
+	}
+	if rec.State == ledger.StatePendingApproval {
+		if _, ok := confirmerFrom(ctx); ok {
+			// This request brings its own confirmer (a host answering an
+			// elicitation asked earlier): settle the approval here.
+			return c.resolvePending(ctx, op, rec)
+		}
 	}
 	if rec.State.Waiting() {
 		wctx, cancel := context.WithTimeout(ctx, c.opts.InProgressWait)
@@ -121,4 +129,27 @@ func explain(tool, key string, rec *ledger.Record, err error) string {
 		return planner.Explain(planner.Verdict{Decision: d, Record: rec})
 	}
 	return fmt.Sprintf("The call to %s (key %s) did not complete: %v. Ask ledger_status with this key before calling again.", tool, key, err)
+}
+
+// resolvePending asks the request's confirmer about a record waiting for
+// approval and, on approval, runs the call. The compare-and-set from
+// PENDING_APPROVAL lets exactly one caller act on the answer.
+func (c *Client) resolvePending(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
+	if op.fp != "" && rec.Fingerprint != op.fp {
+		return nil, c.fail(op, rec, ledger.ErrKeyReused)
+	}
+	s := c.Session()
+	verdict := c.opts.Policy.Decide(confirm.Tool{Name: op.name, Server: c.serverName(s), Annotations: annotations(op)})
+	if verdict == confirm.Allow {
+		verdict = confirm.Ask
+	}
+	op.id = rec.ID
+	approved, err := c.approve(ctx, op, rec, verdict)
+	if errors.Is(err, errSettledElsewhere) {
+		return c.settleID(ctx, op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.run(ctx, op, approved)
 }
