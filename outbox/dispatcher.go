@@ -162,7 +162,14 @@ func (d *Dispatcher) claim(ctx context.Context) ([]Event, []time.Time, error) {
 const leaseMargin = 50 * time.Millisecond
 
 func (d *Dispatcher) deliverOne(ctx context.Context, e Event, leaseUntil time.Time) error {
-	dctx, cancel := context.WithDeadline(ctx, leaseUntil.Add(-leaseMargin))
+	end := leaseUntil.Add(-leaseMargin)
+	if !time.Now().Before(end) {
+		// Earlier events of the batch used up this one's lease: leave it
+		// for the next claim rather than start a delivery that cannot end
+		// in time.
+		return nil
+	}
+	dctx, cancel := context.WithDeadline(ctx, end)
 	derr := d.Deliver(dctx, e)
 	cancel()
 	// The marks below run even when ctx ended, so a finished delivery is

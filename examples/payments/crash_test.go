@@ -102,7 +102,7 @@ func TestKilledDuringHandler(t *testing.T) {
 func TestDispatcherKilledMidDelivery(t *testing.T) {
 	dir := t.TempDir()
 	const key = "deliver-1"
-	args := []string{"-db", filepath.Join(dir, "p.db"), "-delivery-lease", "500ms"}
+	args := []string{"-db", filepath.Join(dir, "p.db"), "-lease", "300ms", "-delivery-lease", "500ms"}
 	ctx := context.Background()
 
 	cs, cmd, log := startStdio(t, []string{payments.FaultEnv + "=" + payments.FaultDeliverApplied + "=kill"}, args...)
