@@ -1,0 +1,50 @@
+// Package proxy puts the mcpledger ledger between an MCP host and an
+// upstream MCP server that knows nothing about it. To the host the proxy is
+// an MCP server with the upstream's tools plus ledger_status and
+// ledger_list; to the upstream it is an MCP client. Every tools/call goes
+// through package client (keys, claim, retries, replay, confirmation);
+// everything else is relayed unchanged.
+//
+//	p, err := proxy.New(ctx, &proxy.Options{
+//		Transport: func(context.Context) (mcp.Transport, error) {
+//			return &mcp.CommandTransport{Command: exec.Command("payments")}, nil
+//		},
+//		Store:   store,
+//		Session: "desktop",
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close()
+//	return p.Server().Run(ctx, &mcp.StdioTransport{})
+//
+// What is relayed, host to upstream: resources (list, templates, read,
+// subscribe, unsubscribe), prompts (list, get), completion/complete,
+// logging/setLevel, progress notifications, and cancellation (a cancelled
+// host request cancels the upstream request it caused). Upstream to host:
+// sampling/createMessage, elicitation/create, notifications/elicitation/complete,
+// log messages, progress, resources/updated, and the list-changed
+// notifications of tools, prompts and resources. A tools/list_changed from
+// the upstream also refreshes the proxy's copy of the tool list.
+//
+// What is not relayed: roots (deprecated in MCP; the upstream sees a client
+// without the roots capability), custom methods, and the upstream's
+// experimental capabilities (the proxy cannot relay what it does not know).
+// The proxy advertises the idempotency capability itself: it honours a key
+// the host sends in _meta["io.github.mcpledger/idempotency-key"].
+//
+// Protocol versions: the proxy speaks MCP up to 2025-11-25 on both sides.
+// From 2026-07-28 a server may not send requests of its own while it serves
+// a call; the upstream's elicitation and sampling and the proxy's own
+// confirmation questions would then have to travel as multi-round-trip
+// results, which a relay cannot hold open across the host's retries; and
+// requests change shape (no logging/setLevel, per-request capabilities).
+// Speaking the same version to both keeps every relayed message one for
+// one. An upstream that speaks only 2026-07-28 is not supported.
+//
+// Sessions: every host session gets its own upstream session (for a
+// command, its own process), so the upstream's requests and notifications
+// reach the host session whose call caused them. Over stdio there is one.
+// The tool list is shared: it is the upstream's, as the latest refresh saw
+// it.
+package proxy

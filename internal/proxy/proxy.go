@@ -1,0 +1,318 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/server"
+)
+
+// TransportFunc returns a new transport to the upstream: a command to
+// start (mcp.CommandTransport), an HTTP endpoint. It is called once at New,
+// again for every further host session, and again by the ledger client to
+// replace a session that died.
+type TransportFunc func(ctx context.Context) (mcp.Transport, error)
+
+// upstreamVersion is the protocol version the proxy asks of the upstream:
+// the same as it offers the host (see the package doc), so each message
+// relayed means the same on both sides (logging/setLevel, for one, does
+// not exist from 2026-07-28).
+const upstreamVersion = "2025-11-25"
+
+// Options configure a Proxy. Transport and Store are required.
+type Options struct {
+	Transport TransportFunc
+	Store     ledger.Store
+	// Tenant and Session scope the ledger records and the ledger tools
+	// (defaults "default" and "proxy").
+	Tenant, Session string
+	// Policy decides which calls need a person (default confirm.Default()).
+	Policy *confirm.Policy
+	// PolicyFile names the policy's file in the message of a call denied
+	// because no one could be asked; empty means the built-in rules.
+	PolicyFile string
+	// Terminal is asked when the host cannot answer an elicitation: the
+	// controlling terminal, typically. Nil: no one, and such calls are
+	// denied.
+	Terminal confirm.Confirmer
+	// Client tunes the ledger client (retries, windows, timeouts). Its
+	// Tenant, Session, Policy, Confirmer and TrustedServer are set by the
+	// proxy.
+	Client *client.Options
+	// Name and Version are the proxy's implementation as the host and the
+	// upstream see it (default "mcpledger-proxy").
+	Name, Version string
+	Logger        *slog.Logger
+}
+
+// Proxy is an MCP server that relays to an upstream MCP server through the
+// ledger. It is safe for concurrent use by many host sessions.
+type Proxy struct {
+	opts     Options
+	srv      *mcp.Server
+	log      *slog.Logger
+	upstream string // the upstream's name, for the policy and prompts
+	trusted  bool
+
+	// hostSend is the server's sending method handler below the proxy's
+	// middleware: it sends any client-bound method to a host session,
+	// which the SDK has no exported call for (list-changed, log messages).
+	hostSend mcp.MethodHandler
+
+	// refresh asks the tool refresher for a new upstream tool list; a
+	// buffer of one coalesces a burst of list-changed notifications.
+	refresh chan *link
+	stop    context.CancelFunc
+	done    chan struct{}
+
+	// mu guards links, first and closed.
+	mu     sync.Mutex
+	links  map[*mcp.ServerSession]*link
+	first  *link // connected by New, bound to the first host session
+	closed bool
+
+	// toolsMu guards tools, the upstream tool names mirrored on srv.
+	toolsMu sync.Mutex
+	tools   []string
+}
+
+// New connects to the upstream once, to learn its capabilities, tools and
+// instructions, and builds the host-facing server. A failure to connect is
+// returned as it is: nothing was sent to any tool.
+func New(ctx context.Context, opts *Options) (*Proxy, error) {
+	if opts == nil || opts.Transport == nil || opts.Store == nil {
+		return nil, errors.New("proxy: Options.Transport and Options.Store are required")
+	}
+	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{})}
+	if p.opts.Tenant == "" {
+		p.opts.Tenant = "default"
+	}
+	if p.opts.Session == "" {
+		p.opts.Session = "proxy"
+	}
+	if p.opts.Policy == nil {
+		p.opts.Policy = confirm.Default()
+	}
+	if p.opts.Name == "" {
+		p.opts.Name = "mcpledger-proxy"
+	}
+	if p.opts.Version == "" {
+		p.opts.Version = "0.1.0"
+	}
+	p.log = p.opts.Logger
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.log = p.log.With("component", "mcpledger.proxy")
+
+	first := newLink(p)
+	s, err := first.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ir := s.InitializeResult()
+	if ir != nil && ir.ServerInfo != nil {
+		p.upstream = ir.ServerInfo.Name
+	}
+	p.trusted = p.opts.Policy.Trusts(p.upstream)
+	first.pending = s
+	c, err := p.ledgerClient(ctx, first)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	first.client = c
+	p.first = first
+
+	p.srv = mcp.NewServer(&mcp.Implementation{Name: p.opts.Name, Version: p.opts.Version, Title: p.title()}, p.serverOptions(ir))
+	p.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		p.hostSend = next
+		return next
+	})
+	p.srv.AddReceivingMiddleware(p.relayMiddleware)
+	planner.AddTools(p.srv, p.opts.Store, func(context.Context, *mcp.CallToolRequest) (string, string, error) {
+		return p.opts.Tenant, p.opts.Session, nil
+	})
+	if err := p.syncTools(ctx, first); err != nil {
+		_ = first.close()
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = stop
+	go p.refresher(rctx)
+	return p, nil
+}
+
+// Server is the host-facing MCP server: run it over stdio, or serve it with
+// mcp.NewStreamableHTTPHandler.
+func (p *Proxy) Server() *mcp.Server { return p.srv }
+
+// Upstream is the upstream server's name, as it introduced itself.
+func (p *Proxy) Upstream() string { return p.upstream }
+
+// Close closes every upstream session (a command upstream is stopped). The
+// store is the caller's.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	links := make([]*link, 0, len(p.links)+1)
+	for _, l := range p.links {
+		links = append(links, l)
+	}
+	if p.first != nil {
+		links = append(links, p.first)
+	}
+	p.mu.Unlock()
+	p.stop()
+	<-p.done
+	var errs []error
+	for _, l := range links {
+		if err := l.close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Proxy) title() string {
+	if p.upstream == "" {
+		return "MCP server through the mcpledger ledger"
+	}
+	return p.upstream + " through the mcpledger ledger"
+}
+
+// legacyVersions are the protocol versions the proxy offers the host: all
+// the SDK speaks before 2026-07-28 (see the package doc).
+func legacyVersions() []string {
+	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
+}
+
+// serverOptions advertises what the upstream offers, plus tools (always:
+// the ledger tools are there) and the idempotency capability.
+func (p *Proxy) serverOptions(ir *mcp.InitializeResult) *mcp.ServerOptions {
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	instructions := ""
+	if ir != nil && ir.Capabilities != nil {
+		up := ir.Capabilities
+		caps.Logging, caps.Prompts, caps.Resources, caps.Completions = up.Logging, up.Prompts, up.Resources, up.Completions
+	}
+	if ir != nil {
+		instructions = ir.Instructions
+	}
+	retention := ledger.DefaultRetention
+	if c := p.opts.Client; c != nil && c.Retention > 0 {
+		retention = c.Retention
+	}
+	caps.Experimental = server.Capability(retention)
+	return &mcp.ServerOptions{
+		Instructions:                instructions,
+		Capabilities:                caps,
+		Logger:                      p.log,
+		SupportedProtocolVersions:   legacyVersions(),
+		CompletionHandler:           p.complete,
+		SubscribeHandler:            p.subscribe,
+		UnsubscribeHandler:          p.unsubscribe,
+		ProgressNotificationHandler: p.hostProgress,
+	}
+}
+
+// ledgerClient wraps the link's upstream session in the ledger client with
+// the proxy's scope, policy and confirmer.
+func (p *Proxy) ledgerClient(ctx context.Context, l *link) (*client.Client, error) {
+	var o client.Options
+	if p.opts.Client != nil {
+		o = *p.opts.Client
+	}
+	o.Tenant, o.Session, o.Policy = p.opts.Tenant, p.opts.Session, p.opts.Policy
+	o.Confirmer = &hostConfirmer{terminal: p.opts.Terminal, policyFile: p.opts.PolicyFile}
+	o.TrustedServer = p.trusted
+	if o.Server == "" {
+		o.Server = p.upstream
+	}
+	if o.Logger == nil {
+		o.Logger = p.log
+	}
+	return client.Dial(ctx, l.dial, p.opts.Store, &o)
+}
+
+// linkFor returns the link of host session ss, connecting a new upstream
+// session for it when it has none. The first host session gets the
+// upstream session New opened.
+func (p *Proxy) linkFor(ctx context.Context, ss *mcp.ServerSession) (*link, error) {
+	if ss == nil {
+		return nil, errors.New("proxy: request without a host session")
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("proxy: closed")
+	}
+	if l, ok := p.links[ss]; ok {
+		p.mu.Unlock()
+		<-l.ready
+		return l, l.err
+	}
+	if l := p.first; l != nil {
+		p.first = nil
+		l.bind(ss)
+		p.links[ss] = l
+		close(l.ready)
+		p.mu.Unlock()
+		go p.unlinkWhenDone(ss, l)
+		return l, nil
+	}
+	l := newLink(p)
+	l.bind(ss)
+	p.links[ss] = l
+	p.mu.Unlock()
+
+	// Connect outside the lock: other host sessions need not wait.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	c, err := p.ledgerClient(cctx, l)
+	if err != nil {
+		l.err = fmt.Errorf("proxy: connecting to the upstream for a new host session: %w", err)
+		p.mu.Lock()
+		delete(p.links, ss) // the next request tries again
+		p.mu.Unlock()
+		close(l.ready)
+		return nil, l.err
+	}
+	if err := l.setClient(c); err != nil {
+		l.err = err
+		close(l.ready)
+		return nil, err
+	}
+	close(l.ready)
+	go p.unlinkWhenDone(ss, l)
+	return l, nil
+}
+
+// unlinkWhenDone closes a link's upstream session when its host session
+// ends (an HTTP host that went away, a stdio host that closed stdin).
+func (p *Proxy) unlinkWhenDone(ss *mcp.ServerSession, l *link) {
+	_ = ss.Wait() // how the host session ended does not matter here
+	p.mu.Lock()
+	if p.links[ss] == l {
+		delete(p.links, ss)
+	}
+	p.mu.Unlock()
+	if err := l.close(); err != nil {
+		p.log.Debug("closing the upstream session of a finished host session", "err", err)
+	}
+}

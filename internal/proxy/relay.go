@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// relayMiddleware answers the host's resource and prompt requests from the
+// upstream and forwards logging/setLevel. Everything else (initialize,
+// ping, the tools, and the methods the server options route to the
+// upstream) goes on to the SDK's own handling.
+func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get", "logging/setLevel":
+		default:
+			return next(ctx, method, req)
+		}
+		cs, err := p.upstreamFor(ctx, req.GetSession())
+		if err != nil {
+			return nil, err
+		}
+		// Each typed call keeps what the SDK does per protocol version
+		// for the upstream; the host's params pass through as they came.
+		switch params := req.GetParams().(type) {
+		case *mcp.ListResourcesParams:
+			return cs.ListResources(ctx, params)
+		case *mcp.ListResourceTemplatesParams:
+			return cs.ListResourceTemplates(ctx, params)
+		case *mcp.ReadResourceParams:
+			return cs.ReadResource(ctx, params)
+		case *mcp.ListPromptsParams:
+			return cs.ListPrompts(ctx, params)
+		case *mcp.GetPromptParams:
+			return cs.GetPrompt(ctx, params)
+		case *mcp.SetLoggingLevelParams:
+			// The upstream filters its log messages by the level; the
+			// proxy's own session keeps it too, for its own messages.
+			if err := cs.SetLoggingLevel(ctx, params); err != nil {
+				return nil, err
+			}
+			return next(ctx, method, req)
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: unexpected params %T for %s", req.GetParams(), method)}
+	}
+}
+
+// upstreamFor is the upstream session of the host session s.
+func (p *Proxy) upstreamFor(ctx context.Context, s mcp.Session) (*mcp.ClientSession, error) {
+	ss, ok := s.(*mcp.ServerSession)
+	if !ok {
+		return nil, fmt.Errorf("proxy: request from a %T, want a host session", s)
+	}
+	l, err := p.linkFor(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	c := l.ledger()
+	if c == nil {
+		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
+	}
+	cs := c.Session()
+	if cs == nil {
+		return nil, fmt.Errorf("proxy: the upstream session is closed: %w", mcp.ErrConnectionClosed)
+	}
+	return cs, nil
+}
+
+func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	cs, err := p.upstreamFor(ctx, req.Session)
+	if err != nil {
+		return nil, err
+	}
+	return cs.Complete(ctx, req.Params)
+}
+
+// subscribe and unsubscribe forward to the upstream; the SDK keeps the
+// host's subscription too, and the upstream's resources/updated reaches the
+// host through the link.
+func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	cs, err := p.upstreamFor(ctx, req.Session)
+	if err != nil {
+		return err
+	}
+	return cs.Subscribe(ctx, req.Params)
+}
+
+func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	cs, err := p.upstreamFor(ctx, req.Session)
+	if err != nil {
+		return err
+	}
+	return cs.Unsubscribe(ctx, req.Params)
+}
+
+// hostProgress relays the host's progress on a request the upstream sent
+// it (sampling, elicitation); the token is the upstream's own.
+func (p *Proxy) hostProgress(ctx context.Context, req *mcp.ProgressNotificationServerRequest) {
+	cs, err := p.upstreamFor(ctx, req.Session)
+	if err != nil {
+		p.log.Warn("relaying the host's progress", "err", err)
+		return
+	}
+	if err := cs.NotifyProgress(ctx, req.Params); err != nil {
+		p.log.Warn("relaying the host's progress", "err", err)
+	}
+}
+
+// sendHost sends method to the host session ss with params, unchanged.
+func (p *Proxy) sendHost(ctx context.Context, ss *mcp.ServerSession, method string, params mcp.Params) error {
+	_, err := p.hostSend(ctx, method, &mcp.ServerRequest[mcp.Params]{Session: ss, Params: params})
+	return err
+}

@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/planner"
+)
+
+// MetaError is the _meta entry of a call the ledger answered with an error
+// result instead of the tool's: {"key": …, "state": …}. Runtimes read it;
+// the model reads the text.
+const MetaError = "io.github.mcpledger/error"
+
+// ownTools are the proxy's ledger tools; an upstream tool of the same name
+// is hidden, because the host's model asks the proxy's ledger about the
+// calls it made through the proxy.
+var ownTools = []string{planner.StatusTool, planner.ListTool}
+
+// syncTools mirrors the upstream's tool list on the host-facing server.
+// The SDK then serves tools/list and tells every host session when the
+// list changed.
+func (p *Proxy) syncTools(ctx context.Context, l *link) error {
+	c := l.ledger()
+	if c == nil {
+		return fmt.Errorf("proxy: listing the upstream's tools: %w", mcp.ErrConnectionClosed)
+	}
+	cs := c.Session()
+	if cs == nil {
+		return fmt.Errorf("proxy: listing the upstream's tools: %w", mcp.ErrConnectionClosed)
+	}
+	fresh := map[string]*mcp.Tool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("proxy: listing the upstream's tools: %w", err)
+		}
+		if slices.Contains(ownTools, t.Name) {
+			p.log.Warn("the upstream's tool is hidden by the proxy's ledger tool of the same name", "tool", t.Name)
+			continue
+		}
+		fresh[t.Name] = t
+	}
+	p.toolsMu.Lock()
+	defer p.toolsMu.Unlock()
+	var gone []string
+	for _, name := range p.tools {
+		if _, ok := fresh[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		p.srv.RemoveTools(gone...)
+	}
+	names := slices.Sorted(maps.Keys(fresh))
+	kept := names[:0]
+	for _, name := range names {
+		if err := p.addTool(fresh[name]); err != nil {
+			p.log.Warn("the upstream's tool cannot be offered", "tool", name, "err", err)
+			continue
+		}
+		kept = append(kept, name)
+	}
+	p.tools = kept
+	return nil
+}
+
+// addTool registers one upstream tool. The SDK panics on a tool it
+// rejects (an input schema that is not an object, say); an upstream's bad
+// tool must cost that tool, not the proxy.
+func (p *Proxy) addTool(t *mcp.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("proxy: %v", r)
+		}
+	}()
+	cp := *t
+	p.srv.AddTool(&cp, p.callTool)
+	return nil
+}
+
+// requestRefresh asks the refresher for a new tool list from l's upstream.
+func (p *Proxy) requestRefresh(l *link) {
+	select {
+	case p.refresh <- l:
+	default: // a refresh is already due; it will see this change too
+	}
+}
+
+// refresher fetches the tool list when an upstream says it changed. It
+// runs apart from the upstream's read loop, which the listing needs.
+func (p *Proxy) refresher(ctx context.Context) {
+	defer close(p.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case l := <-p.refresh:
+			if err := p.syncTools(ctx, l); err != nil {
+				p.log.Warn("refreshing the tool list", "err", err)
+			}
+		}
+	}
+}
+
+// callTool runs one host tools/call through the link's ledger client.
+func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	l, err := p.linkFor(ctx, req.Session)
+	if err != nil {
+		return nil, err
+	}
+	c := l.ledger()
+	if c == nil {
+		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
+	}
+	params := &mcp.CallToolParams{Name: req.Params.Name, Meta: maps.Clone(req.Params.Meta)}
+	if len(req.Params.Arguments) > 0 {
+		params.Arguments = req.Params.Arguments
+	}
+	// A host that sends its own key gets exactly that operation.
+	if key, ok := req.Params.Meta[client.MetaKey].(string); ok && key != "" {
+		ctx = client.WithKey(ctx, key)
+	}
+	out, err := c.Call(withRequest(ctx, req), params)
+	if err != nil {
+		return p.callError(ctx, req.Params.Name, err)
+	}
+	return out.Result, nil
+}
+
+// callError turns a call the ledger did not complete into what the host
+// sees. Protocol errors of the request itself (unknown tool, invalid
+// params, method not found) stay protocol errors, as the upstream sent
+// them; a host request that was cancelled gets its context's error; every
+// other outcome (denied, key reused, outcome unknown, still in progress,
+// unreachable) becomes an isError result whose text tells the model what
+// happened and what not to do.
+func (p *Proxy) callError(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && (je.Code == jsonrpc.CodeInvalidParams || je.Code == jsonrpc.CodeMethodNotFound || je.Code == jsonrpc.CodeInvalidRequest) {
+		return nil, je
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	text := fmt.Sprintf("The call to %s did not complete: %v. Do not repeat it before asking ledger_status.", tool, err)
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		if ce.Text != "" {
+			text = ce.Text
+		}
+		res := errorResult(text)
+		res.Meta = mcp.Meta{MetaError: map[string]any{"key": ce.Key, "state": ce.State}}
+		return res, nil
+	}
+	return errorResult(text), nil
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
