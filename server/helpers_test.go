@@ -195,4 +195,3 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-var _ = time.Second
