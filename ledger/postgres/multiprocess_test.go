@@ -58,6 +58,7 @@ type childReport struct {
 // winner's result. The children also open (and so migrate) the fresh schema
 // at the same moment, which the advisory lock must serialize.
 func TestMultiProcessClaim(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -67,6 +68,7 @@ func TestMultiProcessClaim(t *testing.T) {
 		stdin io.WriteCloser
 		out   *bufio.Reader
 	}
+	begin := time.Now()
 	children := make([]*child, raceProcs)
 	for i := range children {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
@@ -93,6 +95,8 @@ func TestMultiProcessClaim(t *testing.T) {
 			t.Fatalf("child %d: got %q, %v; want ready", i, line, err)
 		}
 	}
+	t.Logf("children ready after %v", time.Since(begin))
+	begin = time.Now()
 	for _, c := range children {
 		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
 			t.Fatal(err)
@@ -108,6 +112,7 @@ func TestMultiProcessClaim(t *testing.T) {
 		}
 	}
 
+	t.Logf("claims took %v", time.Since(begin))
 	winners := map[string][]string{} // key -> owners that won it
 	for i, r := range reports {
 		for _, e := range r.Errs {

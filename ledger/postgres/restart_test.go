@@ -20,6 +20,7 @@ import (
 // operations. Calls in flight either retry through the restart or fail
 // with an error; no completed record is lost and no key executes twice.
 func TestServerRestart(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.StartServer(t)
 	cases := []struct {
 		name         string

@@ -126,6 +126,13 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	// Named connections let an operator tell the ledger's sessions apart
+	// in pg_stat_activity; a name from the URL is kept.
+	lisCfg := cfg.ConnConfig.Copy()
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "mcpledger"
+		lisCfg.RuntimeParams["application_name"] = "mcpledger-listener"
+	}
 	s := &Store{
 		schema:         schema,
 		now:            o.Now,
@@ -159,7 +166,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		s.pool.Close()
 		return nil, err
 	}
-	s.lis = newListener(cfg.ConnConfig.Copy(), "mcpledger:"+schema, s.waiters)
+	s.lis = newListener(lisCfg, "mcpledger:"+schema, s.waiters)
 	return s, nil
 }
 

@@ -36,6 +36,9 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 			return last, err
 		}
 		last = rec
+		if testHookWaitRead != nil {
+			testHookWaitRead(rec)
+		}
 		if !rec.State.Waiting() {
 			return rec, nil
 		}
@@ -56,6 +59,9 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 		}
 	}
 }
+
+// testHookWaitRead, when set by a test, sees every record Wait reads.
+var testHookWaitRead func(*ledger.Record)
 
 // settled wakes the followers of id: those of this Store at once, those of
 // other processes through a notification.
@@ -151,10 +157,13 @@ type listener struct {
 	ws      *waiters
 	kick    chan struct{} // buffered 1: publish wakes run
 
-	mu      sync.Mutex // guards started, cancel, live, pending
+	mu      sync.Mutex // guards started, cancel, live, gen, changed, pid, pending
 	started bool
 	cancel  context.CancelFunc
 	live    bool
+	gen     int                 // how many times the LISTEN was established
+	changed chan struct{}       // closed and replaced whenever live changes
+	pid     uint32              // server process of the live connection
 	pending map[string]struct{} // payloads to send
 	done    chan struct{}
 }
@@ -165,7 +174,7 @@ const maxPending = 4096
 
 func newListener(cfg *pgx.ConnConfig, channel string, ws *waiters) *listener {
 	return &listener{cfg: cfg, channel: channel, ws: ws, kick: make(chan struct{}, 1),
-		pending: make(map[string]struct{}), done: make(chan struct{})}
+		changed: make(chan struct{}), pending: make(map[string]struct{}), done: make(chan struct{})}
 }
 
 func (l *listener) start() {
@@ -230,9 +239,23 @@ func (l *listener) healthy() bool {
 	return l.live
 }
 
-func (l *listener) setLive(v bool) {
+// state reports whether the LISTEN is established, how many times it has
+// been, the server process holding it, and a channel closed at the next
+// change.
+func (l *listener) state() (live bool, gen int, pid uint32, changed <-chan struct{}) {
 	l.mu.Lock()
-	l.live = v
+	defer l.mu.Unlock()
+	return l.live, l.gen, l.pid, l.changed
+}
+
+func (l *listener) setLive(v bool, pid uint32) {
+	l.mu.Lock()
+	l.live, l.pid = v, pid
+	if v {
+		l.gen++
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
 	l.mu.Unlock()
 	// Whether it just came up or went down, notifications may have been
 	// missed: every waiter re-reads (and, while down, polls faster).
@@ -268,8 +291,8 @@ func (l *listener) listenOnce(ctx context.Context) bool {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
 		return false
 	}
-	l.setLive(true)
-	defer l.setLive(false)
+	l.setLive(true, conn.PgConn().PID())
+	defer l.setLive(false, 0)
 	for {
 		if payloads := l.takePending(); len(payloads) > 0 {
 			if _, err := conn.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, l.channel, payloads); err != nil {

@@ -1,0 +1,20 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/ledgertest"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
+)
+
+// TestConformance runs the shared suite; every store gets its own schema.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	pgtest.URL(t)
+	ledgertest.Run(t, func(t *testing.T, now func() time.Time) ledger.Store {
+		return open(t, pgtest.Schema(t), &postgres.Options{Now: now, PollMin: time.Millisecond, PollMax: 50 * time.Millisecond})
+	})
+}
