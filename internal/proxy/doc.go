@@ -46,5 +46,8 @@
 // command, its own process), so the upstream's requests and notifications
 // reach the host session whose call caused them. Over stdio there is one.
 // The tool list is shared: it is the upstream's, as the latest refresh saw
-// it.
+// it. The ledger session is the proxy's (Options.Session), shared by every
+// host session: a proxy stands for one agent, whose re-planned call is
+// recognised even when it reconnects; agents that must not share a
+// re-planning window run with different sessions.
 package proxy

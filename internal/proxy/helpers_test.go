@@ -91,7 +91,10 @@ func newUpstream() *upstream {
 		}
 		return text("model said: " + res.Content.(*mcp.TextContent).Text), nil, nil
 	})
-	mcp.AddTool(u.srv, &mcp.Tool{Name: "ask_user", Description: "asks the host's user"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	type askIn struct {
+		Host int `json:"host,omitempty"`
+	}
+	mcp.AddTool(u.srv, &mcp.Tool{Name: "ask_user", Description: "asks the host's user"}, func(ctx context.Context, req *mcp.CallToolRequest, _ askIn) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
 			Message: "favourite colour?",
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
