@@ -295,3 +295,47 @@ func TestCompactDecodesWithSDK(t *testing.T) {
 		t.Fatalf("_meta = %v; want %s", r.Meta, ledger.MetaCompacted)
 	}
 }
+
+// FuzzCompact checks that compaction never panics, always yields JSON that
+// says it was compacted, and is stable: a compacted result that fits is
+// left alone by a second pass.
+func FuzzCompact(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"hello world, a long text"}],"isError":true}`), 40)
+	f.Add([]byte(`{"content":[{"type":"resource_link","uri":"x://1"},{"type":"resource","resource":{"uri":"u","blob":"QQ=="}}],"_meta":{"a":1}}`), 30)
+	f.Add([]byte(`{"structuredContent":[1,2,3],"resultType":"complete","content":null}`), 10)
+	f.Add([]byte(`{"_meta":"x","content":[{"type":"image","data":"AAAA"}]}`), 5)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		if limit <= 0 || limit > 1<<16 {
+			return
+		}
+		got, changed, err := ledger.Compact(json.RawMessage(data), limit)
+		if err != nil {
+			return
+		}
+		if !changed {
+			if len(data) > limit || string(got) != string(data) {
+				t.Fatalf("Compact(%q, %d) = %q unchanged; want unchanged only when it fits", data, limit, got)
+			}
+			return
+		}
+		var r struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if err := json.Unmarshal(got, &r); err != nil {
+			t.Fatalf("Compact(%q, %d) = %q; not JSON: %v", data, limit, got, err)
+		}
+		if len(r.Content) == 0 || !strings.Contains(r.Content[0].Text, "compacted") || r.Meta[ledger.MetaCompacted] == nil {
+			t.Fatalf("Compact(%q, %d) = %q; want the note and the marker", data, limit, got)
+		}
+		if len(got) <= limit {
+			again, changed, err := ledger.Compact(got, limit)
+			if err != nil || changed || string(again) != string(got) {
+				t.Fatalf("Compact(Compact(%q, %d)) = %q, %v, %v; want it unchanged", data, limit, again, changed, err)
+			}
+		}
+	})
+}
