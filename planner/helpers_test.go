@@ -35,7 +35,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func openStore(t *testing.T, c *clock) *sqlite.Store {
+func openStore(t testing.TB, c *clock) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), &sqlite.Options{Now: c.Now})
 	if err != nil {
