@@ -2,6 +2,8 @@ package mcptest
 
 import (
 	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"slices"
 	"time"
 )
@@ -151,4 +153,43 @@ func (s *Server) takeOutcome(httpID string) (Fault, bool) {
 	f, ok := s.outcomes[httpID]
 	delete(s.outcomes, httpID)
 	return f, ok
+}
+
+// stallRelease returns a channel closed when a stalled HTTP call must end
+// although its context has not: go-sdk sends notifications/cancelled
+// asynchronously and a client closing right after giving up can overtake
+// it, while the server's session close (the client's DELETE) waits for the
+// stalled handler. Calls on other transports end with their pipe instead.
+func (s *Server) stallRelease(req *mcp.CallToolRequest, httpID string) <-chan struct{} {
+	if httpID == "" {
+		return nil
+	}
+	sid := req.Extra.Header.Get(sessionIDHeader)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.releases[sid]
+	if !ok {
+		ch = make(chan struct{})
+		s.releases[sid] = ch
+		if s.released {
+			close(ch)
+		}
+	}
+	return ch
+}
+
+// releaseStalls ends the HTTP stalls of one session, or of all sessions
+// (and every later one) when all is set.
+func (s *Server) releaseStalls(sid string, all bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if all {
+		s.released = true
+	}
+	for id, ch := range s.releases {
+		if all || id == sid {
+			close(ch)
+			delete(s.releases, id)
+		}
+	}
 }

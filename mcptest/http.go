@@ -19,6 +19,10 @@ import (
 // answer. The HTTP layer sets it; clients never do.
 const requestIDHeader = "Mcptest-Request-Id"
 
+// sessionIDHeader is the streamable HTTP session header (go-sdk keeps its
+// name unexported).
+const sessionIDHeader = "Mcp-Session-Id"
+
 // Handler serves s over streamable HTTP (stateful sessions) and applies the
 // HTTP faults: HTTPStatus, HTTPStatusAfterExecute, and DropAfterExecute or
 // ExitAfterCommit, which drop the TCP connection of the request after the
@@ -27,6 +31,11 @@ func (s *Server) Handler() http.Handler {
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
 	var seq atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			// The client ends its session; go-sdk's close waits for
+			// in-flight handlers, so let stalled calls go first.
+			s.releaseStalls(r.Header.Get(sessionIDHeader), false)
+		}
 		if r.Method != http.MethodPost {
 			inner.ServeHTTP(w, r)
 			return
@@ -128,8 +137,9 @@ func ServeHTTP(t testing.TB, s *Server) string {
 	t.Helper()
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
-		// Standalone SSE streams stay open until their client leaves; cut
-		// them so Close does not wait for them.
+		// Close waits for requests in flight: end stalled calls, and cut
+		// standalone SSE streams, which stay open until their client leaves.
+		s.releaseStalls("", true)
 		ts.CloseClientConnections()
 		ts.Close()
 	})

@@ -71,6 +71,8 @@ type Server struct {
 	closers  map[*mcp.ServerSession]func() // cut an in-memory session's pipe
 	stdio    func()                        // cuts the stdio pipes in a child process
 	outcomes map[string]Fault              // HTTP answers to replace, by request id
+	releases map[string]chan struct{}      // closed to end HTTP stalls, by session id
+	released bool                          // every HTTP stall ends at once (the server shut down)
 	stalled  chan string                   // the key of each call entering a stall
 	child    bool                          // serving stdio in a re-executed test binary
 }
@@ -83,6 +85,7 @@ func New(opts *Options) *Server {
 		changed:  make(chan struct{}),
 		closers:  map[*mcp.ServerSession]func(){},
 		outcomes: map[string]Fault{},
+		releases: map[string]chan struct{}{},
 		stalled:  make(chan string, 64),
 	}
 	if opts != nil {
@@ -287,6 +290,7 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, withKey bo
 		select {
 		case <-ctx.Done():
 		case <-timeout:
+		case <-s.stallRelease(req, httpID):
 		}
 	}
 	return res, nil

@@ -71,9 +71,10 @@ func (c Class) String() string {
 //     -32042) are Permanent; -31002 is Transient; -31003 is Unknown; other
 //     codes (-32603 internal, application codes) are Ambiguous because the
 //     handler may have failed half way.
+//   - HTTP 401/403 (streamable HTTP): Permanent.
 //   - -32005 "rejected by transport" (streamable HTTP): Transient when the
-//     HTTP request failed to dial; Permanent for 401/403; Ambiguous otherwise
-//     (429/5xx after send, a connection dropped after send).
+//     HTTP request failed to dial; Ambiguous otherwise (429/5xx after send, a
+//     connection dropped after the request was written).
 func Classify(err error) Class {
 	if err == nil {
 		return Permanent
@@ -114,6 +115,12 @@ func Classify(err error) Class {
 			rejected = true
 		}
 	}
+	if status, ok := httpStatus(err); ok && (status == 401 || status == 403) {
+		// Refused by authorization before the tool ran. Without an OAuth
+		// handler go-sdk reports this without the -32005 marker and fails
+		// the session; with one, a failed re-authorization is marked.
+		return Permanent
+	}
 	if rejected {
 		return classifyRejected(err)
 	}
@@ -134,11 +141,23 @@ func Classify(err error) Class {
 
 // SessionLost reports whether err means the session can carry no more calls,
 // so the caller must connect again before a retry: the connection was closed,
-// the peer hung up mid-call, or the HTTP server forgot the session.
+// the peer hung up mid-call, the HTTP server forgot the session, or go-sdk
+// failed the HTTP session on a 401/403. A -32005 "rejected by transport"
+// error leaves the session usable (go-sdk keeps the connection on purpose),
+// even when it wraps an EOF from one dropped HTTP request.
 func SessionLost(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) ||
-		errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) ||
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+		return true
+	}
+	for _, je := range jsonrpcErrors(err) {
+		if je.Code == codeRejectedByTransport {
+			return false
+		}
+	}
+	if status, ok := httpStatus(err); ok && (status == 401 || status == 403) {
+		return true
+	}
+	return errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNRESET)
@@ -150,9 +169,6 @@ func SessionLost(err error) bool {
 func classifyRejected(err error) Class {
 	if notSent(err) {
 		return Transient
-	}
-	if status, ok := httpStatus(err); ok && (status == 401 || status == 403) {
-		return Permanent
 	}
 	// 429/5xx after send, a connection that broke after the request was
 	// written, or a failed authorization flow: the server may have run it.
