@@ -64,8 +64,9 @@ func (c Class) String() string {
 //     was never written: Transient.
 //   - mcp.ErrSessionMissing (HTTP 404 for a known session): the server
 //     dropped the session and handled nothing: Transient.
-//   - io.EOF and friends: the peer went away with the call in flight:
-//     Ambiguous.
+//   - io.EOF, a reset: the peer went away with the call in flight:
+//     Ambiguous. EPIPE on the write: the peer stopped reading before the
+//     request was complete: Transient.
 //   - JSON-RPC errors answered by the server: our codes -31001/-31004 and the
 //     protocol's -32700/-32600/-32601/-32602 (and MCP's -32002, -32020..-32022,
 //     -32042) are Permanent; -31002 is Transient; -31003 is Unknown; other
@@ -97,7 +98,7 @@ func Classify(err error) Class {
 
 	// A server answer decides before any transport detail: a 4xx body can
 	// carry the server's JSON-RPC error next to the -32005 wrapper.
-	rejected := false
+	rejected, answered := false, false
 	for _, je := range jsonrpcErrors(err) {
 		switch je.Code {
 		case CodeKeyReused, CodeKeyRequired,
@@ -113,9 +114,16 @@ func Classify(err error) Class {
 			return Unknown
 		case codeRejectedByTransport:
 			rejected = true
+		default:
+			// Another code: the server answered and its handler may have
+			// run. Its message text is the server's, not an HTTP status.
+			answered = true
 		}
 	}
-	if status, ok := httpStatus(err); ok && (status == 401 || status == 403) {
+	if answered {
+		return Ambiguous
+	}
+	if authRefused(err) {
 		// Refused by authorization before the tool ran. Without an OAuth
 		// handler go-sdk reports this without the -32005 marker and fails
 		// the session; with one, a failed re-authorization is marked.
@@ -142,19 +150,20 @@ func Classify(err error) Class {
 // SessionLost reports whether err means the session can carry no more calls,
 // so the caller must connect again before a retry: the connection was closed,
 // the peer hung up mid-call, the HTTP server forgot the session, or go-sdk
-// failed the HTTP session on a 401/403. A -32005 "rejected by transport"
-// error leaves the session usable (go-sdk keeps the connection on purpose),
-// even when it wraps an EOF from one dropped HTTP request.
+// failed the HTTP session on a 401/403. A JSON-RPC error leaves the session
+// usable: either the server answered, or go-sdk marked the failure -32005
+// "rejected by transport" and kept the connection on purpose, even when it
+// wraps an EOF from one dropped HTTP request.
 func SessionLost(err error) bool {
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
-	for _, je := range jsonrpcErrors(err) {
-		if je.Code == codeRejectedByTransport {
-			return false
-		}
+	if len(jsonrpcErrors(err)) > 0 {
+		// The server answered (the connection works), or go-sdk marked the
+		// failure -32005, which it keeps from breaking the connection.
+		return false
 	}
-	if status, ok := httpStatus(err); ok && (status == 401 || status == 403) {
+	if authRefused(err) {
 		return true
 	}
 	return errors.Is(err, io.EOF) ||
@@ -175,14 +184,21 @@ func classifyRejected(err error) Class {
 	return Ambiguous
 }
 
-// notSent reports whether err proves the request never reached the server:
-// the connection could not be established at all. go-sdk wraps the
-// *url.Error of http.Client.Do with %w (mcp/streamable.go, doRequest in
-// streamableClientConn.Write), so the dial failure is visible to errors.As.
-// Other client.Do failures (a reset or EOF after the request was written)
-// are not proof: the server may have read and run the request.
+// notSent reports whether err proves the request never reached the tool:
+//
+//   - the connection could not be established. go-sdk wraps the *url.Error
+//     of http.Client.Do with %w (mcp/streamable.go, doRequest in
+//     streamableClientConn.Write), so the dial failure is visible to
+//     errors.As;
+//   - writing the request failed with EPIPE: nobody was reading, so the
+//     message's end (for stdio, the newline that completes it) never
+//     arrived, and a server acts only on a complete message. This is the
+//     stdio server that died before the client noticed.
+//
+// Other failures (a reset or EOF after the request was written) are not
+// proof: the server may have read and run the request.
 func notSent(err error) bool {
-	if errors.Is(err, syscall.ECONNREFUSED) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}
 	var dnsErr *net.DNSError

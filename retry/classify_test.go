@@ -3,10 +3,13 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -365,3 +368,48 @@ func TestClassifyPlainErrors(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestClassifyBrokenPipe(t *testing.T) {
+	// A stdio server that stopped reading (it died; its stdout is still
+	// open, so the client has not seen EOF): the next request's write fails
+	// with EPIPE before the message is complete.
+	ctx := context.Background()
+	c2sR, c2sW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2cR, s2cW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c2sW.Close(); s2cR.Close(); s2cW.Close() })
+	s := mcptest.New(nil)
+	ss, err := s.MCP().Connect(ctx, &mcp.IOTransport{Reader: c2sR, Writer: keepOpen{s2cW}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil).
+		Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if _, err := cs.CallTool(ctx, writeParams("k")); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+
+	c2sR.Close() // the server's stdin: no reader is left
+	if err := ss.Wait(); err != nil {
+		t.Logf("server session ended: %v", err)
+	}
+	_, err = cs.CallTool(ctx, writeParams("k"))
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("CallTool = %v; want EPIPE", err)
+	}
+	check(t, s, err, retry.Transient, true, 1)
+}
+
+// keepOpen hides Close, so the server's end of its stdout stays open.
+type keepOpen struct{ io.Writer }
+
+func (keepOpen) Close() error { return nil }

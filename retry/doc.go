@@ -10,9 +10,12 @@
 // the context is done:
 //
 //	err := retry.Do(ctx, nil, func(ctx context.Context, attempt int) error {
-//		_, err := session.CallTool(ctx, freshParams(key))
+//		_, err := session.CallTool(ctx, freshParams(key)) // same key every attempt
 //		if err != nil && retry.Classify(err) != retry.Transient {
 //			return retry.Stop(err)
+//		}
+//		if retry.SessionLost(err) {
+//			session = reconnect(ctx) // a dead session stays dead in go-sdk
 //		}
 //		return err
 //	})

@@ -41,3 +41,9 @@ var statusesByText = []int{
 	http.StatusServiceUnavailable,
 	http.StatusGatewayTimeout,
 }
+
+// authRefused reports whether err is go-sdk's report of an HTTP 401 or 403.
+func authRefused(err error) bool {
+	status, ok := httpStatus(err)
+	return ok && (status == http.StatusUnauthorized || status == http.StatusForbidden)
+}

@@ -113,3 +113,18 @@ func TestClassString(t *testing.T) {
 		}
 	}
 }
+
+func TestServerTextIsNotAnHTTPStatus(t *testing.T) {
+	// A server's own error whose message happens to end like a status text
+	// stays the server's answer: the handler may have run.
+	cs := errorServer(t, func() error {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream said: Unauthorized"}
+	})
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fail"})
+	if got := retry.Classify(err); got != retry.Ambiguous {
+		t.Errorf("Classify(%v) = %v; want ambiguous", err, got)
+	}
+	if retry.SessionLost(err) {
+		t.Errorf("SessionLost(%v) = true; want false", err)
+	}
+}

@@ -1,0 +1,67 @@
+package retry_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpledger/mcpledger/retry"
+)
+
+// FuzzErrorData feeds arbitrary error data and messages to the readers of
+// server errors: they must not panic, must not invent a wait, and must read
+// back what ServerError wrote.
+func FuzzErrorData(f *testing.F) {
+	f.Add(int64(retry.CodeInProgress), []byte(`{"reason":"in_progress","retryAfterMs":250}`), "in progress")
+	f.Add(int64(retry.CodeKeyReused), []byte(`{"reason":"key_reused"}`), "x")
+	f.Add(int64(-32005), []byte(`null`), `sending "tools/call": Unauthorized`)
+	f.Add(int64(retry.CodeInProgress), []byte(`{"retryAfterMs":-5}`), "")
+	f.Add(int64(0), []byte(`[1,2`), "Too Many Requests")
+	f.Fuzz(func(t *testing.T, code int64, data []byte, msg string) {
+		err := fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: code, Message: msg, Data: data})
+		if d, ok := retry.RetryAfter(err); ok && (d <= 0 || code != retry.CodeInProgress) {
+			t.Errorf("RetryAfter(%v) = %v, true; want a positive wait from -31002 only", err, d)
+		}
+		c := retry.Classify(err)
+		if c < retry.Permanent || c > retry.Unknown {
+			t.Errorf("Classify(%v) = %v; want a known class", err, c)
+		}
+		if retry.Classify(err) != c || retry.Reason(err) != retry.Reason(err) {
+			t.Errorf("Classify or Reason of %v is not deterministic", err)
+		}
+
+		// Reasons are ASCII words; JSON would rewrite invalid UTF-8.
+		var reason string
+		if json.Valid(data) && utf8.Valid(data) {
+			reason = string(data)
+		}
+		after := time.Duration(len(msg)) * time.Millisecond
+		built := retry.ServerError(retry.CodeInProgress, reason, msg, after)
+		if got := retry.Reason(built); got != reason {
+			t.Errorf("Reason(ServerError(reason %q)) = %q", reason, got)
+		}
+		got, ok := retry.RetryAfter(errors.Join(errors.New("x"), built))
+		if ok != (after > 0) || (ok && got != after) {
+			t.Errorf("RetryAfter(ServerError(%v)) = %v, %v", after, got, ok)
+		}
+	})
+}
+
+func BenchmarkClassify(b *testing.B) {
+	errs := map[string]error{
+		"server code": fmt.Errorf("calling %q: %w", "tools/call", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)),
+		"plain":       errors.New("something odd"),
+	}
+	for name, err := range errs {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				retry.Classify(err)
+			}
+		})
+	}
+}
