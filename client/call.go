@@ -52,8 +52,8 @@ func (c *Client) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.Call
 	return o.Result, nil
 }
 
-// Call is CallTool that also tells how the call was answered.
-func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
+// call is Call without its telemetry.
+func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
 	if p == nil || p.Name == "" {
 		return nil, errors.New("client: CallTool needs a tool name")
 	}

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // CapabilityKey is the experimental capability a key-aware server
@@ -85,6 +88,12 @@ type Options struct {
 	MaxResult int
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// MeterProvider and TracerProvider receive the metrics and spans of
+	// every call (the global OpenTelemetry providers when nil); see
+	// package telemetry. When the store is a ledger.EventLog, each call
+	// also leaves an event there, written in the background.
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
 }
 
 // ConnectFunc opens a new session to the same server. The Client calls it to
@@ -98,6 +107,7 @@ type Client struct {
 	guard   *planner.Guard
 	connect ConnectFunc
 	log     *slog.Logger
+	tel     *telemetry.Telemetry
 
 	// flights shares one execution among same-key calls in this process.
 	flights singleflight.Group
@@ -170,11 +180,13 @@ func newClient(store ledger.Store, opts *Options) *Client {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
+	log := lg.With("component", "mcpledger.client", "tenant", o.Tenant, "session", o.Session)
 	return &Client{
 		store: store,
 		opts:  o,
 		guard: &planner.Guard{Store: store, Window: o.Window, Windows: o.Windows, Now: o.Now},
-		log:   lg.With("component", "mcpledger.client", "tenant", o.Tenant, "session", o.Session),
+		log:   log,
+		tel:   newTelemetry(store, o, log),
 	}
 }
 
@@ -185,16 +197,18 @@ func (c *Client) Session() *mcp.ClientSession {
 	return c.session
 }
 
-// Close closes the current session. The store is the caller's to close.
+// Close closes the current session and writes the call events still
+// queued. The store is the caller's to close, after the Client.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	s := c.session
 	c.session = nil
 	c.mu.Unlock()
+	err := c.closeTelemetry()
 	if s == nil {
-		return nil
+		return err
 	}
-	return s.Close()
+	return errors.Join(s.Close(), err)
 }
 
 // ToolListChanged drops the cached tool list. Wire it as

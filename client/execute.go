@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // execute claims op and, as the winner, asks for approval when the policy
@@ -23,6 +24,7 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		}
 		ask = !ok
 	}
+	traceID, spanID := telemetry.IDs(ctx)
 	cl, err := c.store.Claim(ctx, ledger.ClaimRequest{
 		ID:            op.id,
 		Session:       c.opts.Session,
@@ -33,6 +35,8 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		NeedsApproval: ask || verdict == confirm.Deny,
 		Retention:     c.retention(op.name),
 		ReusePolicy:   c.opts.ReusePolicy[op.name],
+		TraceID:       traceID,
+		SpanID:        spanID,
 	})
 	if errors.Is(err, ledger.ErrKeyReused) {
 		return nil, c.fail(op, cl.Record, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // run sends op, which the caller owns in PROCESSING, until it completes or
@@ -21,6 +22,7 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 	stop := c.keepLease(ctx, op)
 	res, attempts, sendErr, maybeSent := c.send(ctx, op, true)
 	stop()
+	telemetry.CallFrom(ctx).SetAttempts(attempts)
 
 	bg, cancel := c.recordCtx(ctx)
 	defer cancel()
@@ -44,6 +46,8 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 	if err != nil {
 		c.log.Error("record call failure", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
 		after = rec
+	} else if to == ledger.StateUnknown {
+		telemetry.CallFrom(ctx).EnteredUnknown(ctx, kind)
 	}
 	c.log.Warn("call failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "state", to, "attempts", attempts, "err", sendErr)
 	switch to {
@@ -108,7 +112,9 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 			actx, cancel = context.WithTimeout(ctx, c.opts.AttemptTimeout)
 		}
 		attempts++
-		r, callErr := s.CallTool(actx, c.params(op, keyed))
+		p := c.params(op, keyed)
+		telemetry.Inject(ctx, p.Meta)
+		r, callErr := s.CallTool(actx, p)
 		cancel()
 		if callErr == nil {
 			res, maybeSent = r, true
@@ -214,6 +220,7 @@ func (c *Client) keepLease(ctx context.Context, op *operation) (stop func()) {
 // passthrough calls a read-only tool without the ledger. Reads are safe to
 // repeat, so ambiguous failures are retried too.
 func (c *Client) passthrough(ctx context.Context, op *operation) (*Outcome, error) {
+	telemetry.CallFrom(ctx).Bypass()
 	res, attempts, err, _ := c.send(ctx, op, false)
 	if err != nil {
 		return nil, err
@@ -241,6 +248,7 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 		meta[k] = v
 	}
 	meta[MetaKey] = key
+	telemetry.Inject(ctx, meta)
 	cp := &mcp.CallToolParams{Meta: meta, Name: p.Name, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	res, err := s.CallTool(ctx, cp)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // settle answers a caller whose operation already has a record: a replay of
@@ -29,6 +30,7 @@ func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) 
 		}
 	}
 	if rec.State.Waiting() {
+		telemetry.CallFrom(ctx).InProgressWait(ctx)
 		wctx, cancel := context.WithTimeout(ctx, c.opts.InProgressWait)
 		latest, err := c.store.Wait(wctx, ledger.ID{Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key})
 		cancel()

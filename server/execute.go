@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,6 +43,7 @@ type outcome struct {
 // execute runs the handler as the winner of the claim, with the lease kept
 // alive, and stores what happened.
 func (g *Guard) execute(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolRequest, c *call) (mcp.Result, error) {
+	telemetry.CallFrom(ctx).Executed()
 	stop := g.keepLease(c.id)
 	res, p, err := invoke(withKey(ctx, c.id.Key), next, req)
 	stop()
@@ -149,6 +151,9 @@ func (g *Guard) settle(ctx context.Context, c *call, o outcome) {
 		g.opts.Logger.ErrorContext(ctx, "mcpledger server: storing outcome failed; lease expiry will make the record UNKNOWN",
 			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "state", o.to, "err", err)
 		return
+	}
+	if o.to == ledger.StateUnknown {
+		telemetry.CallFrom(ctx).EnteredUnknown(ctx, o.kind)
 	}
 	g.opts.Logger.DebugContext(ctx, "mcpledger server: stored", "tool", c.id.Tool, "tenant", c.id.Tenant,
 		"key", ledger.ShortHash(c.id.Key), "state", o.to, "kind", o.kind)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,6 +18,7 @@ import (
 type Guard struct {
 	store ledger.Store
 	opts  Options
+	tel   *telemetry.Telemetry
 
 	// schemas maps *mcp.Tool to *schemaEntry. Tools are immutable once
 	// registered, so a pointer identifies one schema; a replaced tool gets a
@@ -26,7 +28,8 @@ type Guard struct {
 
 // New returns a Guard that records operations in store. opts may be nil.
 func New(store ledger.Store, opts *Options) *Guard {
-	return &Guard{store: store, opts: opts.withDefaults()}
+	o := opts.withDefaults()
+	return &Guard{store: store, opts: o, tel: newTelemetry(store, o)}
 }
 
 // Owner is the lease owner this Guard writes into PROCESSING records.
@@ -83,11 +86,14 @@ func (g *Guard) callTool(ctx context.Context, next mcp.MethodHandler, req *mcp.C
 		// An unknown tool gets the SDK's own error; nothing is stored.
 		return next(ctx, "tools/call", req)
 	}
+	ctx, tc := g.tel.Start(telemetry.Extract(ctx, req.Params.Meta), req.Params.Name)
 	c, err := g.prepare(ctx, req, tool, pol)
-	if err != nil {
-		return nil, err
+	var res mcp.Result
+	if err == nil {
+		res, err = g.run(ctx, next, req, c)
 	}
-	return g.run(ctx, next, req, c)
+	tc.End(ctx, result(tc, c, res, err))
+	return res, err
 }
 
 // maxReclaims bounds how often one request re-claims a record that went
@@ -174,9 +180,11 @@ func (g *Guard) follow(ctx context.Context, c *call, rec *ledger.Record) (res mc
 		// instead of making the duplicate wait for the next sweep.
 		if rec.State == ledger.StateProcessing && !expired && !rec.LeaseUntil.IsZero() && rec.LeaseUntil.Before(g.opts.Now()) {
 			expired = true
-			if _, err := g.store.ExpireLeases(ctx); err != nil {
+			n, err := g.store.ExpireLeases(ctx)
+			if err != nil {
 				return nil, false, fmt.Errorf("server: expiring leases: %w", err)
 			}
+			g.tel.EnteredUnknown(ctx, "", ledger.KindLeaseExpired, n)
 			if rec, err = g.store.Get(ctx, c.id); err != nil {
 				return nil, false, fmt.Errorf("server: reading %q: %w", c.id.Tool, err)
 			}
@@ -195,6 +203,7 @@ func (g *Guard) follow(ctx context.Context, c *call, rec *ledger.Record) (res mc
 				wait = max(untilLease, time.Millisecond)
 			}
 		}
+		telemetry.CallFrom(ctx).InProgressWait(ctx)
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		latest, err := g.store.Wait(wctx, c.id)
 		cancel()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultTenant is the tenant of every call when Options.Tenant is nil.
@@ -73,6 +75,14 @@ type Options struct {
 	// Logger receives one line per stored outcome and every ledger error
 	// (slog.Default when nil). Keys appear as ledger.ShortHash.
 	Logger *slog.Logger
+
+	// MeterProvider and TracerProvider receive the metrics and spans of
+	// every guarded call (the global OpenTelemetry providers when nil);
+	// see package telemetry. When the store is a ledger.EventLog, each
+	// guarded call also leaves an event there, written in the background
+	// (call Close to write the last ones).
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
 }
 
 // Mode says whether calls of a tool need an idempotency key.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,7 +77,11 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 	if req.Session != nil {
 		c.session = req.Session.ID()
 	}
-	c.traceID, c.spanID = traceParent(p.Meta)
+	// The server span's ids when one is recording; else the caller's,
+	// from the traceparent in _meta.
+	if c.traceID, c.spanID = telemetry.IDs(ctx); c.traceID == "" {
+		c.traceID, c.spanID = traceParent(p.Meta)
+	}
 	return c, nil
 }
 

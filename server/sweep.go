@@ -36,6 +36,7 @@ func (g *Guard) Sweep(ctx context.Context) (expired, purged int) {
 	if err != nil && ctx.Err() == nil {
 		g.opts.Logger.ErrorContext(ctx, "mcpledger server: expiring leases", "err", err)
 	}
+	g.tel.EnteredUnknown(ctx, "", ledger.KindLeaseExpired, n)
 	if n > 0 {
 		g.opts.Logger.WarnContext(ctx, "mcpledger server: leases ended mid-handler; records are UNKNOWN until reconciled", "count", n)
 	}

@@ -1,0 +1,198 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Call is one tool call being observed: its span, and what happened on the
+// way that only the code deep inside the call knows (a wait, an UNKNOWN).
+// Start puts it in the context, so that code finds it with CallFrom.
+//
+// Every method is safe on a nil *Call (a call made without telemetry) and
+// for concurrent use: a shared in-process execution may report into the
+// Call of the caller that started it after that caller has gone.
+type Call struct {
+	t     *Telemetry
+	span  trace.Span
+	tool  string
+	start time.Time
+	attrs metric.MeasurementOption // tool and side
+
+	waited   atomic.Bool
+	unknown  atomic.Bool // this call turned its record UNKNOWN
+	executed atomic.Bool // this call ran the tool (server: the handler)
+	bypass   atomic.Bool
+	ended    atomic.Bool
+	attempts atomic.Int64
+}
+
+type callKey struct{}
+
+// Start begins observing a call of tool: it starts the span (a client span
+// on the client side, a server span on the server side, child of whatever
+// span ctx carries) and returns ctx holding both.
+func (t *Telemetry) Start(ctx context.Context, tool string) (context.Context, *Call) {
+	kind := trace.SpanKindClient
+	if t.side == ledger.SideServer {
+		kind = trace.SpanKindServer
+	}
+	toolKV := AttrTool.String(tool)
+	ctx, span := t.tracer.Start(ctx, "tools/call "+tool, trace.WithSpanKind(kind),
+		trace.WithAttributes(AttrMethod.String("tools/call"), toolKV, t.sideKV))
+	c := &Call{
+		t: t, span: span, tool: tool, start: t.now(),
+		attrs: metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV)),
+	}
+	return context.WithValue(ctx, callKey{}, c), c
+}
+
+// CallFrom returns the Call that Start put in ctx, or nil.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}
+
+// InProgressWait records that the call is about to wait for another
+// caller's execution of the same key.
+func (c *Call) InProgressWait(ctx context.Context) {
+	if c == nil {
+		return
+	}
+	c.waited.Store(true)
+	c.t.inProgressWaits.Add(ctx, 1, c.attrs)
+	c.span.AddEvent("in_progress_wait")
+}
+
+// EnteredUnknown records that this call turned its record UNKNOWN, and why
+// (the record's error kind).
+func (c *Call) EnteredUnknown(ctx context.Context, reason string) {
+	if c == nil {
+		return
+	}
+	c.unknown.Store(true)
+	c.t.unknown.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), c.t.sideKV, AttrReason.String(reason)))
+	c.span.AddEvent("unknown", trace.WithAttributes(AttrReason.String(reason)))
+}
+
+// Executed records that this call ran the tool rather than following an
+// earlier request with the same key.
+func (c *Call) Executed() {
+	if c == nil {
+		return
+	}
+	c.executed.Store(true)
+}
+
+// SetAttempts records how many requests the call sent.
+func (c *Call) SetAttempts(n int) {
+	if c == nil {
+		return
+	}
+	c.attempts.Store(int64(n))
+}
+
+// Bypass marks a call that does not go through the ledger (a read-only
+// tool): its span is kept, but it counts in no metric and leaves no event.
+func (c *Call) Bypass() {
+	if c == nil {
+		return
+	}
+	c.bypass.Store(true)
+}
+
+// Waited, Unknown and Ran report what was recorded on the call.
+func (c *Call) Waited() bool  { return c != nil && c.waited.Load() }
+func (c *Call) Unknown() bool { return c != nil && c.unknown.Load() }
+func (c *Call) Ran() bool     { return c != nil && c.executed.Load() }
+
+// Result is how a call ended, as its side saw it.
+type Result struct {
+	Outcome ledger.Outcome
+	// Tenant of the call's record; empty when the call never got as far as
+	// a tenant (no event is written then).
+	Tenant string
+	// Key appears only as ledger.ShortHash, and only in the log line.
+	Key string
+	// State is the record's state: for a duplicate hit, the state of the
+	// replayed record.
+	State ledger.State
+	// Duplicate: the call was answered from an earlier record of its key
+	// without running the tool.
+	Duplicate bool
+}
+
+// End records the call's outcome in the metrics, the event log and the
+// span, and ends the span. Only the first End counts.
+func (c *Call) End(ctx context.Context, r Result) {
+	if c == nil || !c.ended.CompareAndSwap(false, true) {
+		return
+	}
+	t := c.t
+	elapsed := t.now().Sub(c.start)
+	attempts := int(c.attempts.Load())
+	c.span.SetAttributes(AttrOutcome.String(string(r.Outcome)))
+	if attempts > 0 {
+		c.span.SetAttributes(AttrAttempts.Int(attempts))
+	}
+	if failed(r.Outcome) {
+		c.span.SetStatus(codes.Error, string(r.Outcome))
+	}
+	defer c.span.End()
+	if c.bypass.Load() {
+		return
+	}
+	t.calls.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), t.sideKV, AttrOutcome.String(string(r.Outcome))))
+	switch r.Outcome {
+	case ledger.OutcomeReplayed:
+		t.duplicateHits.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), t.sideKV, AttrState.String(string(r.State))))
+		t.replayDuration.Record(ctx, elapsed.Seconds(), c.attrs)
+	case ledger.OutcomeKeyConflict:
+		t.keyConflicts.Add(ctx, 1, c.attrs)
+	case ledger.OutcomeInProgress:
+		t.inProgressTimeouts.Add(ctx, 1, c.attrs)
+	}
+	if r.Duplicate && t.side == ledger.SideServer {
+		t.downstreamDuplicates.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), t.sideKV, AttrReason.String(string(r.Outcome))))
+	}
+	if attempts > 0 {
+		t.attempts.Record(ctx, int64(attempts), c.attrs)
+	}
+	if t.events != nil && r.Tenant != "" {
+		t.events.add(ledger.Event{
+			Tenant: r.Tenant, Tool: c.tool, Side: t.side, Outcome: r.Outcome,
+			Duplicate: r.Duplicate, Waited: c.waited.Load(), Attempts: attempts,
+			Latency: elapsed, At: c.start,
+		})
+	}
+	if t.log.Enabled(ctx, slog.LevelDebug) {
+		args := []any{"tool", c.tool, "side", string(t.side), "outcome", string(r.Outcome),
+			"attempts", attempts, "duration", elapsed}
+		if r.Key != "" {
+			args = append(args, "key", ledger.ShortHash(r.Key))
+		}
+		if sc := c.span.SpanContext(); sc.IsValid() {
+			args = append(args, "trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+		}
+		t.log.DebugContext(ctx, "mcpledger call", args...)
+	}
+}
+
+// failed reports the outcomes a span marks as errors: the caller did not
+// get the tool's answer.
+func failed(o ledger.Outcome) bool {
+	switch o {
+	case ledger.OutcomeSucceeded, ledger.OutcomeReplayed:
+		return false
+	}
+	return true
+}
