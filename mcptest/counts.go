@@ -83,8 +83,9 @@ func (s *Server) TotalExecutions() int {
 	return n
 }
 
-// KeysSeen returns the key of every write attempt that reached the server,
-// in arrival order, faulted ones included ("" for an attempt without one).
+// KeysSeen returns the key of every write attempt that reached the tool with
+// valid arguments, in arrival order, faulted ones included ("" for an
+// attempt without a key). Attempts rejected as -32602 are not recorded.
 func (s *Server) KeysSeen() []string {
 	var out []string
 	s.view(func(st *state) { out = slices.Clone(st.seen) })

@@ -30,8 +30,9 @@ type Policy struct {
 	MaxElapsed time.Duration
 	Multiplier float64
 
-	// Timer waits between attempts. Nil: a real timer. Tests inject a fake
-	// that fires at once so they never sleep.
+	// Timer waits between attempts. Nil: a new real timer per Do. Tests
+	// inject a fake that fires at once so they never sleep; a Timer serves
+	// one Do at a time.
 	Timer backoff.Timer
 	// Clock measures MaxElapsed. Nil: the wall clock.
 	Clock backoff.Clock
