@@ -58,12 +58,12 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	}
 	f.up.flags(c)
 	fl := c.Flags()
-	fl.StringVar(&f.session, "session", "", "the agent session (default: MCPLEDGER_SESSION, else this shell's)")
-	fl.StringVar(&f.key, "key", "", "the operation's idempotency key: 1-255 bytes of [A-Za-z0-9._:~-]")
+	fl.StringVar(&f.session, "session", "", "the agent `SESSION` (default: MCPLEDGER_SESSION, else this shell's)")
+	fl.StringVar(&f.key, "key", "", "the operation's idempotency `KEY`: 1-255 bytes of [A-Za-z0-9._:~-]")
 	fl.BoolVar(&f.newKey, "new", false, "a new operation, even if the same call was made moments ago")
 	fl.BoolVar(&f.yes, "yes", false, "approve a call that needs confirmation")
-	fl.StringVar(&f.args, "args", "", "the arguments as one JSON object, or @FILE holding one")
-	fl.StringVar(&f.policy, "policy", a.env("MCPLEDGER_POLICY", ""), "the confirmation policy file (env MCPLEDGER_POLICY; default: built-in rules)")
+	fl.StringVar(&f.args, "args", "", "the arguments as one `JSON` object, or @FILE holding one")
+	a.policyFlag(c, &f.policy)
 	return c
 }
 
@@ -85,11 +85,9 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	if err != nil {
 		return err
 	}
-	policy := confirm.Default()
-	if f.policy != "" {
-		if policy, err = confirm.Load(f.policy); err != nil {
-			return exitf(exitUsage, "%v; fix the policy file or leave out --policy for the built-in rules", err)
-		}
+	policy, err := loadPolicy(f.policy)
+	if err != nil {
+		return err
 	}
 	if f.session == "" {
 		f.session = a.defaultSession()
@@ -133,6 +131,25 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		return a.callError(ctx, toolName, f, err)
 	}
 	return a.printOutcome(toolName, out)
+}
+
+// policyFlag adds --policy FILE (env MCPLEDGER_POLICY).
+func (a *app) policyFlag(c *cobra.Command, path *string) {
+	c.Flags().StringVar(path, "policy", a.env("MCPLEDGER_POLICY", ""),
+		"the confirmation policy `FILE` (env MCPLEDGER_POLICY; default: the built-in rules)")
+}
+
+// loadPolicy loads the policy file, or the built-in rules when path is
+// empty. A malformed file stops the command: it is never read as "allow".
+func loadPolicy(path string) (*confirm.Policy, error) {
+	if path == "" {
+		return confirm.Default(), nil
+	}
+	p, err := confirm.Load(path)
+	if err != nil {
+		return nil, exitf(exitUsage, "%v; fix the policy file or leave out --policy for the built-in rules", err)
+	}
+	return p, nil
 }
 
 // confirmer picks who answers a call the policy asks about: --yes approves;
@@ -187,6 +204,9 @@ func (a *app) printOutcome(tool string, out *client.Outcome) error {
 		}
 	} else {
 		if text := resultText(out.Result); text != "" {
+			if isTerminal(a.io.Out) {
+				text = printable(text, true)
+			}
 			fmt.Fprintln(a.io.Out, text)
 		}
 		if out.Replayed {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -62,11 +63,20 @@ func newLedgerListCmd(a *app) *cobra.Command {
 			return nil
 		}),
 	}
-	c.Flags().StringVar(&session, "session", "", "only records of this session")
-	c.Flags().StringVar(&state, "state", "", "only records in this state (e.g. unknown, succeeded)")
-	c.Flags().StringVar(&tool, "tool", "", "only records of this tool")
-	c.Flags().IntVar(&limit, "limit", ledger.DefaultPageSize, "most records to show; 0 for all")
+	c.Flags().StringVar(&session, "session", "", "only records of this `SESSION`")
+	c.Flags().StringVar(&state, "state", "", "only records in this `STATE` (e.g. unknown, succeeded)")
+	c.Flags().StringVar(&tool, "tool", "", "only records of this `TOOL`")
+	completeWords(c, "state", stateNames()...)
+	c.Flags().IntVar(&limit, "limit", ledger.DefaultPageSize, "show at most `N` records; 0 for all")
 	return c
+}
+
+func stateNames() []string {
+	names := make([]string, len(ledger.States))
+	for i, s := range ledger.States {
+		names[i] = strings.ToLower(string(s))
+	}
+	return names
 }
 
 // listRecords pages through the Store until limit records (all when 0) and

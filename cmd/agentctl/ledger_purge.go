@@ -51,7 +51,7 @@ Purge is maintenance of the whole ledger: it applies to every tenant.`,
 			return nil
 		}),
 	}
-	c.Flags().StringVar(&olderThan, "older-than", "", "also purge settled records last updated before now minus DURATION (e.g. 36h, 7d)")
+	c.Flags().StringVar(&olderThan, "older-than", "", "also purge settled records last updated more than `DURATION` ago (e.g. 36h, 7d)")
 	return c
 }
 

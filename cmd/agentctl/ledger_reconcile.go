@@ -89,9 +89,10 @@ decided (isError is set for --as failed).`,
 			return nil
 		}),
 	}
-	c.Flags().StringVar(&as, "as", "", "what happened: succeeded or failed (required)")
-	c.Flags().StringVar(&note, "note", "", "why: what was checked, kept on the record")
-	c.Flags().StringVar(&tool, "tool", "", "the record's tool, when several tools used the key")
+	c.Flags().StringVar(&as, "as", "", "what happened: `succeeded|failed` (required)")
+	completeWords(c, "as", "succeeded", "failed")
+	c.Flags().StringVar(&note, "note", "", "why: what was checked (`TEXT`, kept on the record)")
+	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
 	return c
 }
 

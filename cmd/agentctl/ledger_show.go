@@ -32,56 +32,56 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 			return a.showRecord(r)
 		}),
 	}
-	c.Flags().StringVar(&tool, "tool", "", "the record's tool, when several tools used the key")
+	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
 	return c
 }
 
 // showRecord prints a record as aligned "field value" lines.
 func (a *app) showRecord(r *ledger.Record) error {
 	t := newTable(a.io.Out, a.colour(), "FIELD", "VALUE")
-	t.row("key", t.paint(plain, r.Key))
-	t.row("tool", t.paint(plain, r.Tool))
-	t.row("tenant", t.paint(plain, r.Tenant))
-	t.row("session", t.paint(plain, orDash(r.Session)))
+	t.row("key", r.Key)
+	t.row("tool", r.Tool)
+	t.row("tenant", r.Tenant)
+	t.row("session", orDash(r.Session))
 	t.row("state", t.paint(stateColour(r.State), string(r.State)))
-	t.row("attempts", t.paint(plain, strconv.Itoa(r.Attempts)))
-	t.row("arguments", t.paint(plain, orDash(string(r.Arguments))))
-	t.row("fingerprint", t.paint(plain, r.Fingerprint))
-	t.row("created", t.paint(plain, timeText(r.CreatedAt)))
-	t.row("updated", t.paint(plain, timeText(r.UpdatedAt)))
-	t.row("expires", t.paint(plain, timeText(r.ExpiresAt)))
+	t.row("attempts", strconv.Itoa(r.Attempts))
+	t.row("arguments", orDash(string(r.Arguments)))
+	t.row("fingerprint", r.Fingerprint)
+	t.row("created", timeText(r.CreatedAt))
+	t.row("updated", timeText(r.UpdatedAt))
+	t.row("expires", timeText(r.ExpiresAt))
 	if r.Owner != "" {
-		t.row("owner", t.paint(plain, r.Owner))
+		t.row("owner", r.Owner)
 	}
 	if r.State.Waiting() && !r.LeaseUntil.IsZero() {
-		t.row("lease until", t.paint(plain, timeText(r.LeaseUntil)))
+		t.row("lease until", timeText(r.LeaseUntil))
 	}
 	if ap := r.Approval; ap != nil {
 		text := fmt.Sprintf("%s by %s at %s", ap.Decision, orDash(ap.By), timeText(ap.At))
 		if ap.Reason != "" {
 			text += ": " + ap.Reason
 		}
-		t.row("approval", t.paint(plain, text))
+		t.row("approval", text)
 	}
 	if r.ErrorKind != "" || r.ErrorMessage != "" {
-		t.row("error", t.paint(plain, fmt.Sprintf("%s: %s", orDash(r.ErrorKind), r.ErrorMessage)))
+		t.row("error", fmt.Sprintf("%s: %s", orDash(r.ErrorKind), r.ErrorMessage))
 	}
 	if r.TraceID != "" {
-		t.row("trace", t.paint(plain, r.TraceID))
+		t.row("trace", r.TraceID)
 	}
 	if r.Tombstone {
-		t.row("tombstone", t.paint(plain, "yes: only the key and fingerprint remain"))
+		t.row("tombstone", "yes: only the key and fingerprint remain")
 	}
 	res, err := decodeResult(r.Result)
 	switch {
 	case err != nil:
-		t.row("result", t.paint(plain, clip(string(r.Result), 200)))
+		t.row("result", clip(string(r.Result), 200))
 	case res != nil:
 		text := resultText(res)
 		if r.Compacted {
 			text = "(compacted) " + text
 		}
-		t.row("result", t.paint(plain, clip(text, 200)))
+		t.row("result", clip(text, 200))
 	}
 	return t.flush()
 }

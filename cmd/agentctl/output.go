@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	goisatty "github.com/mattn/go-isatty"
 
@@ -39,9 +40,9 @@ func (a *app) printJSON(v any) error {
 	return err
 }
 
-// table writes aligned columns. Colour codes are all the same length (see
-// paint), so tabwriter, which counts bytes of escape codes as width, still
-// aligns every column.
+// table writes aligned columns. tabwriter counts the bytes of colour codes
+// as width, so with colour on every cell carries a code of the same length
+// (plain when paint gave it none) and the columns stay aligned.
 type table struct {
 	w      *tabwriter.Writer
 	colour bool
@@ -54,6 +55,12 @@ func newTable(out io.Writer, colour bool, header ...string) *table {
 }
 
 func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		if !strings.HasPrefix(c, "\x1b[") {
+			// paint already cleaned and coloured this one.
+			cells[i] = t.paint(plain, c)
+		}
+	}
 	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
 }
 
@@ -70,13 +77,46 @@ const (
 	reset   = "\x1b[0m"
 )
 
-// paint colours a cell when colour is on. Every cell of a painted column
-// must be painted (with plain when it has no colour) to keep alignment.
+// paint colours a cell when colour is on.
 func (t *table) paint(code, s string) string {
+	s = printable(s, false)
 	if !t.colour {
 		return s
 	}
 	return code + s + reset
+}
+
+// printable escapes control characters in text that came from a server or
+// the ledger, so it can neither move the cursor nor recolour the terminal,
+// nor break a table row. keepLines keeps newlines and tabs (a tool's text
+// result printed on its own).
+func printable(s string, keepLines bool) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) && !(keepLines && (r == '\n' || r == '\t')) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case keepLines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // stateColour is the colour of a state in tables.

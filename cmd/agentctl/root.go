@@ -117,9 +117,9 @@ Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.ledgerURL, "ledger", a.env("MCPLEDGER_LEDGER", ""),
-		"ledger: a SQLite file path or a postgres:// URL (env MCPLEDGER_LEDGER; default $XDG_STATE_HOME/mcpledger/ledger.db)")
+		"the ledger: a SQLite file `PATH` or a postgres:// URL (env MCPLEDGER_LEDGER; default $XDG_STATE_HOME/mcpledger/ledger.db, else ~/.local/state/mcpledger/ledger.db)")
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
-		"tenant whose records are read and written (env MCPLEDGER_TENANT)")
+		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {
@@ -130,6 +130,8 @@ Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
+	// Every Use line already shows its flags the way DESIGN.md writes them.
+	walk(root, func(c *cobra.Command) { c.DisableFlagsInUseLine = true })
 	return root
 }
 
@@ -139,6 +141,22 @@ func (a *app) env(name, def string) string {
 		return v
 	}
 	return def
+}
+
+func walk(c *cobra.Command, f func(*cobra.Command)) {
+	f(c)
+	for _, sub := range c.Commands() {
+		walk(sub, f)
+	}
+}
+
+// completeWords makes the shell complete flag from a fixed list.
+func completeWords(c *cobra.Command, flag string, words ...string) {
+	// The flag is registered by the caller just before; an error here is a
+	// programming mistake in this file, caught by the completion test.
+	if err := c.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp)); err != nil {
+		panic(err)
+	}
 }
 
 // runE adapts a command body: an error without an exit code is a failure

@@ -45,7 +45,7 @@ A host configures it like any stdio server, for example:
 			return fmt.Errorf("serving the ledger tools: %w", err)
 		}),
 	}
-	c.Flags().StringVar(&session, "session", "", "the session whose records the tools show (default: MCPLEDGER_SESSION, else this shell's)")
+	c.Flags().StringVar(&session, "session", "", "the `SESSION` whose records the tools show (default: MCPLEDGER_SESSION, else this shell's)")
 	return c
 }
 

@@ -5,18 +5,27 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/confirm"
 )
 
 func init() { register(newToolsCmd) }
 
 func newToolsCmd(a *app) *cobra.Command {
-	var up upstream
+	var (
+		up     upstream
+		policy string
+	)
 	c := &cobra.Command{
 		Use:   "tools [--server 'CMD ARGS' | --url URL]",
-		Short: "List the tools of an MCP server with their annotations",
+		Short: "List the tools of an MCP server, their annotations and what the policy says",
 		Args:  usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			if err := up.check(); err != nil {
+				return err
+			}
+			pol, err := loadPolicy(policy)
+			if err != nil {
 				return err
 			}
 			cs, err := up.connect(c.Context(), nil)
@@ -28,23 +37,48 @@ func newToolsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			server := serverName(cs, &up)
+			verdict := func(tool *mcp.Tool) confirm.Verdict {
+				return pol.Decide(confirm.Tool{Name: tool.Name, Server: server, Annotations: tool.Annotations})
+			}
 			if a.json {
-				for _, t := range tools {
-					if err := a.printJSON(t); err != nil {
+				for _, tool := range tools {
+					if err := a.printJSON(toolJSON{Tool: tool, Policy: verdict(tool)}); err != nil {
 						return err
 					}
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "TOOL", "ANNOTATIONS", "DESCRIPTION")
+			t := newTable(a.io.Out, a.colour(), "TOOL", "POLICY", "ANNOTATIONS", "DESCRIPTION")
 			for _, tool := range tools {
-				t.row(tool.Name, annotationText(tool.Annotations), clip(orDash(tool.Description), 60))
+				v := verdict(tool)
+				t.row(tool.Name, t.paint(verdictColour(v), string(v)), annotationText(tool.Annotations), clip(orDash(tool.Description), 60))
 			}
 			return t.flush()
 		}),
 	}
 	up.flags(c)
+	a.policyFlag(c, &policy)
 	return c
+}
+
+// toolJSON is a tool as the server listed it, plus what the confirmation
+// policy says about calling it ("allow", "ask" or "deny").
+type toolJSON struct {
+	*mcp.Tool
+	Policy confirm.Verdict `json:"policy"`
+}
+
+func verdictColour(v confirm.Verdict) string {
+	switch v {
+	case confirm.Allow:
+		return green
+	case confirm.Ask:
+		return yellow
+	case confirm.Deny:
+		return red
+	}
+	return plain
 }
 
 // annotationText lists the hints a server declared, in words. Hints left

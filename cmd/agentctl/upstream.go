@@ -29,8 +29,8 @@ type upstream struct {
 }
 
 func (u *upstream) flags(c *cobra.Command) {
-	c.Flags().StringVar(&u.server, "server", "", "the MCP server to run over stdio, as one quoted command line ('CMD ARGS')")
-	c.Flags().StringVar(&u.url, "url", "", "the MCP server's streamable HTTP endpoint")
+	c.Flags().StringVar(&u.server, "server", "", "the MCP server to run over stdio, as one quoted `'CMD ARGS'`")
+	c.Flags().StringVar(&u.url, "url", "", "the MCP server's streamable HTTP endpoint `URL`")
 }
 
 // check validates the flags before anything is opened or started.

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// Colour codes must not break the alignment of the columns after them.
+func TestTableColourAlignment(t *testing.T) {
+	for _, colour := range []bool{false, true} {
+		var b bytes.Buffer
+		tb := newTable(&b, colour, "KEY", "STATE", "ATTEMPTS")
+		for _, s := range []ledger.State{ledger.StateSucceeded, ledger.StateUnknown, ledger.StateDenied, "X"} {
+			tb.row("k-"+string(s), tb.paint(stateColour(s), string(s)), "1")
+		}
+		if err := tb.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "\x1b["); got != colour {
+			t.Errorf("colour %v: output has colour codes: %v", colour, got)
+		}
+		lines := strings.Split(strings.TrimRight(ansi.ReplaceAllString(b.String(), ""), "\n"), "\n")
+		col := strings.Index(lines[0], "ATTEMPTS")
+		for _, l := range lines[1:] {
+			if len(l) <= col || l[col] != '1' {
+				t.Errorf("colour %v: row %q has no value under ATTEMPTS (column %d)", colour, l, col)
+			}
+		}
+	}
+}
+
+func TestColourOnlyOnATerminal(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"buffer", nil},
+		{"NO_COLOR", map[string]string{"NO_COLOR": "1"}},
+		{"dumb terminal", map[string]string{"TERM": "dumb"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &app{io: stdio{Out: &bytes.Buffer{}}, getenv: func(k string) string { return tc.env[k] }}
+			if a.colour() {
+				t.Errorf("colour() = true for %s; want false", tc.name)
+			}
+		})
+	}
+}
+
+// Shell completion offers the fixed values of --state and --as.
+func TestCompletion(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "ledger", "list", "--state", ""}, []string{"unknown", "succeeded", "pending_approval"}},
+		{[]string{"__complete", "ledger", "reconcile", "k", "--as", ""}, []string{"succeeded", "failed"}},
+		{[]string{"__complete", "ledger", ""}, []string{"list", "show", "reconcile", "purge"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
+			o := inProcess(t, nil, nil, tc.args...)
+			o.wantExit(t, exitOK)
+			for _, w := range tc.want {
+				if !regexp.MustCompile(`(?m)^` + w + `\b`).MatchString(o.stdout) {
+					t.Errorf("agentctl %q offers %q; want %q among them", tc.args, o.stdout, w)
+				}
+			}
+		})
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	tests := []struct {
+		in        string
+		keepLines bool
+		want      string
+	}{
+		{"plain text €", false, "plain text €"},
+		{"a\tb\nc", false, `a\tb\nc`},
+		{"a\tb\nc", true, "a\tb\nc"},
+		{"\x1b[2Jgone", true, `\x1b[2Jgone`},
+		{"bell\a\u009b", false, `bell\x07\x9b`},
+	}
+	for _, tc := range tests {
+		if got := printable(tc.in, tc.keepLines); got != tc.want {
+			t.Errorf("printable(%q, %v) = %q; want %q", tc.in, tc.keepLines, got, tc.want)
+		}
+	}
+}
