@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+func init() { register(newDemoCmd) }
+
+func newDemoCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "demo [--ledger PATH] [--json]",
+		Short: "Watch the ledger survive lost answers, stalls, re-plans, crashes and key reuse (no setup)",
+		Long: `demo starts the payments example server and a scripted agent that pays
+through the ledger while things go wrong: an answer is lost, the server
+stalls, the model plans the same call again, the server crashes and
+restarts, a key is reused with other arguments, and a sensitive call needs
+a person. It tells what happened at each step and ends with a table: every
+operation executed once at the server, however often it was sent.
+
+A payment asks for confirmation on the terminal when stdin is one; otherwise
+the demo's own policy approves it. The ledger is temporary unless --ledger
+names one; the payments database always is.`,
+		Args: usageArgs(0, 0),
+		RunE: runE(func(c *cobra.Command, _ []string) error {
+			return a.demo(c.Context(), c.Flag("ledger").Changed)
+		}),
+	}
+	return c
+}
+
+func (a *app) demo(ctx context.Context, ownLedger bool) error {
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "agentctl-demo-")
+	if err != nil {
+		return fmt.Errorf("creating the demo folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the agentctl binary to start the payments server: %w", err)
+	}
+
+	var st ledger.Store
+	ledgerPath := filepath.Join(dir, "ledger.db")
+	if ownLedger {
+		if st, err = a.ledger(ctx, readWrite); err != nil {
+			return err
+		}
+		ledgerPath = a.ledgerURL
+	} else {
+		s, err := sqlite.Open(ctx, ledgerPath, nil)
+		if err != nil {
+			return fmt.Errorf("opening the demo ledger: %w", err)
+		}
+		defer s.Close()
+		st = s
+	}
+
+	// The bank's back office: the same payments database the server
+	// writes, read to count payments and to settle what the ledger could
+	// not know.
+	payDB := filepath.Join(dir, "payments.db")
+	bank, err := payments.Open(ctx, payments.Config{DB: payDB, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("opening the payments database: %w", err)
+	}
+	defer bank.Close()
+
+	story := a.io.Out
+	if a.json {
+		story = a.io.Err // stdout is for the one JSON object
+	}
+	run := randomID()
+	d := &demo{
+		a: a, ctx: ctx, out: story, exe: exe, payDB: payDB, store: st, bank: bank,
+		run: run, session: "demo-" + run, confirmer: a.demoConfirmer(),
+	}
+	fmt.Fprintf(story, "mcpledger demo: an agent pays through the ledger while things go wrong.\n")
+	fmt.Fprintf(story, "ledger %s, session %s, payments server: %s %s\n", ledgerPath, d.session, filepath.Base(exe), demoPaymentsCmd)
+	for _, step := range d.steps() {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	sum, err := d.summary(time.Since(start))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(sum)
+	}
+	return d.printTable(sum)
+}
+
+// demoConfirmer asks a person at a terminal; without one, the demo's own
+// policy approves its payments for the rest of the session.
+func (a *app) demoConfirmer() confirm.Confirmer {
+	if stdinKind(a.io.In) == stdinTerminal {
+		return &confirm.Terminal{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
+	}
+	return confirm.Static{Answer: confirm.Answer{
+		Decision: ledger.DecisionApprovedSession, By: "demo policy",
+		Reason: "stdin is not a terminal, so the demo approves its own scripted payments",
+	}}
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(rand.Reader, b); err != nil {
+		panic("agentctl: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}

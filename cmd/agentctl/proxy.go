@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/internal/proxy"
+)
+
+func init() { register(newProxyCmd) }
+
+type proxyFlags struct {
+	listen  string
+	policy  string
+	session string
+	url     string
+	command []string // the words after --
+}
+
+func newProxyCmd(a *app) *cobra.Command {
+	var f proxyFlags
+	c := &cobra.Command{
+		Use:   "proxy [--listen ADDR] [--policy FILE] [--session S] (-- CMD ARGS | --url URL)",
+		Short: "Put the ledger in front of an MCP server, for any MCP host",
+		Long: `proxy is an MCP server to the host (stdio, or streamable HTTP with --listen)
+and a client to the upstream server (the command after --, or --url). Every
+tools/call goes through the ledger: keys, retries, replays of repeated calls,
+and confirmation of sensitive calls. Everything else passes through.
+
+The host sees the upstream's tools plus ledger_status and ledger_list.
+A call the policy asks about is put to the host as an elicitation when the
+host supports it, else on the controlling terminal, else it is denied: allow
+the tool in a policy file (--policy) to let it through.
+
+A host configures it in place of the server it wraps, for example:
+
+  {"command": "agentctl", "args": ["proxy", "--", "npx", "-y", "some-mcp-server"]}`,
+		Example: `  agentctl proxy -- go run ./examples/payments
+  agentctl proxy --listen 127.0.0.1:8090 --url http://127.0.0.1:8080/`,
+		Args: func(c *cobra.Command, args []string) error {
+			dash := c.ArgsLenAtDash()
+			if dash < 0 {
+				dash = len(args)
+			}
+			if dash > 0 {
+				return exitf(exitUsage, "unexpected argument %q; put the server's command after --, e.g. agentctl proxy -- CMD ARGS", args[0])
+			}
+			f.command = args[dash:]
+			return nil
+		},
+		RunE: runE(func(c *cobra.Command, _ []string) error {
+			return a.proxy(c.Context(), &f)
+		}),
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", "", "serve streamable HTTP on this loopback `ADDR` (e.g. 127.0.0.1:8090) instead of stdio")
+	fl.StringVar(&f.policy, "policy", a.env("MCPLEDGER_POLICY", ""), "the confirmation policy `FILE` (env MCPLEDGER_POLICY; default: built-in rules)")
+	fl.StringVar(&f.session, "session", "", "the agent `SESSION` of the records (default: MCPLEDGER_SESSION, else this shell's)")
+	fl.StringVar(&f.url, "url", "", "the upstream MCP server's streamable HTTP endpoint `URL`")
+	return c
+}
+
+func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
+	transport, label, fix, err := a.proxyTransport(f)
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if f.listen != "" {
+		if ln, err = listenLoopback(f.listen); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
+	policy := confirm.Default()
+	if f.policy != "" {
+		if policy, err = confirm.Load(f.policy); err != nil {
+			return exitf(exitUsage, "%v; fix the policy file or leave out --policy for the built-in rules", err)
+		}
+	}
+	if f.session == "" {
+		f.session = a.defaultSession()
+	}
+	st, err := a.ledger(ctx, readWrite)
+	if err != nil {
+		return err
+	}
+	p, err := proxy.New(ctx, &proxy.Options{
+		Transport:  transport,
+		Store:      st,
+		Tenant:     a.tenant,
+		Session:    f.session,
+		Policy:     policy,
+		PolicyFile: f.policy,
+		// The controlling terminal, never stdin and stdout: over stdio
+		// they carry the host's MCP stream.
+		Terminal: &confirm.Terminal{Accessible: a.getenv("ACCESSIBLE") != ""},
+		Name:     "agentctl-proxy",
+		Version:  version,
+		Logger:   slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		// Nothing was sent to any tool: running again once it is fixed is safe.
+		return exitf(exitUnreachable, "cannot reach the MCP server %s: %v; %s", label, err, fix)
+	}
+	defer p.Close()
+	if ln != nil {
+		return a.serveProxyHTTP(ctx, p, ln)
+	}
+	t := &mcp.IOTransport{Reader: io.NopCloser(a.io.In), Writer: nopWriteCloser{a.io.Out}}
+	err = p.Server().Run(ctx, t)
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		// The host closed stdin or stopped agentctl: a normal end.
+		return nil
+	}
+	return fmt.Errorf("serving the host: %w", err)
+}
+
+// proxyTransport checks the upstream flags and returns how to reach the
+// upstream, its label for messages, and the fix to name when it cannot be
+// reached.
+func (a *app) proxyTransport(f *proxyFlags) (tr proxy.TransportFunc, label, fix string, err error) {
+	switch {
+	case f.url == "" && len(f.command) == 0:
+		return nil, "", "", exitf(exitUsage, "name the MCP server: agentctl proxy -- CMD ARGS (stdio), or agentctl proxy --url URL (streamable HTTP)")
+	case f.url != "" && len(f.command) > 0:
+		return nil, "", "", exitf(exitUsage, "--url and a command after -- both name a server; pass one of them")
+	case f.url != "":
+		// The same checks as --url of call and tools.
+		if err := (&upstream{url: f.url}).check(); err != nil {
+			return nil, "", "", err
+		}
+		return func(context.Context) (mcp.Transport, error) {
+			// The standalone SSE stream stays on: it carries the
+			// upstream's notifications outside calls (list changes,
+			// resource updates) for as long as the proxy runs.
+			return &mcp.StreamableClientTransport{Endpoint: f.url}, nil
+		}, f.url, "check that it runs and --url is right", nil
+	}
+	words := f.command
+	return func(context.Context) (mcp.Transport, error) {
+		cmd := exec.Command(words[0], words[1:]...)
+		// The upstream's log lines go where the proxy's go: the host's log.
+		cmd.Stderr = a.io.Err
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	}, fmt.Sprintf("%q", strings.Join(words, " ")), "check the command after --", nil
+}
+
+// listenLoopback listens on addr, which must be a loopback address: the
+// proxy has no authentication of its own, and anyone who reaches it can
+// call the upstream's tools.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, exitf(exitUsage, "--listen %q: %v; want HOST:PORT such as 127.0.0.1:8090", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, exitf(exitUsage, "--listen %q: the proxy has no authentication, so it listens on loopback only; use 127.0.0.1:PORT or [::1]:PORT", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, exitf(exitUsage, "--listen %q: %v; pick a free port", addr, err)
+	}
+	return ln, nil
+}
+
+// serveProxyHTTP serves streamable HTTP until ctx ends. It prints the
+// address on stderr, so that --listen 127.0.0.1:0 is usable by scripts.
+func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listener) error {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.Server() }, nil)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(a.io.Err, "agentctl proxy: listening on http://%s/ for %s\n", ln.Addr(), p.Upstream())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("stopping the HTTP server: %w", err)
+	}
+	return nil
+}
