@@ -131,6 +131,10 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 			}
 			c.replaceDead(ctx, s, callErr)
 			return callErr
+		case retry.Unknown:
+			// The server received the request and cannot tell whether it
+			// ran: the record must become UNKNOWN, not RETRYABLE.
+			maybeSent = true
 		}
 		return retry.Stop(callErr)
 	})
