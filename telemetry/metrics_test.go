@@ -58,7 +58,7 @@ func callErr(t *testing.T, c *client.Client, ctx context.Context, amount int, ta
 func blockPay(r *rig) (started <-chan struct{}, release chan<- struct{}) {
 	s, rel := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	r.setHandler(func(ctx context.Context) error {
+	r.setHandler(func(context.Context, *mcp.CallToolRequest) error {
 		once.Do(func() { close(s) })
 		<-rel
 		return nil
@@ -116,7 +116,7 @@ func TestInstruments(t *testing.T) {
 		{
 			name: "tool error",
 			run: func(t *testing.T, r *rig) {
-				r.setHandler(func(context.Context) error { return errors.New("insufficient funds") })
+				r.setHandler(func(context.Context, *mcp.CallToolRequest) error { return errors.New("insufficient funds") })
 				if o := mustCall(t, r.client, keyed(), 5); !o.Result.IsError {
 					t.Fatalf("Call = %+v; want an isError result", o.Result)
 				}
@@ -267,7 +267,7 @@ func TestInstruments(t *testing.T) {
 		{
 			name: "handler panics: both ledgers enter UNKNOWN",
 			run: func(t *testing.T, r *rig) {
-				r.setHandler(func(context.Context) error { panic("boom") })
+				r.setHandler(func(context.Context, *mcp.CallToolRequest) error { panic("boom") })
 				callErr(t, r.client, keyed(), 5, client.ErrOutcomeUnknown)
 				callErr(t, r.client, keyed(), 5, client.ErrOutcomeUnknown)
 				callErr(t, r.newClient(openStore(t, nil), nil), keyed(), 5, client.ErrOutcomeUnknown)

@@ -59,7 +59,7 @@ type rig struct {
 	client  *client.Client
 	runs    atomic.Int64
 	clock   *ledgertest.Clock
-	handler atomic.Pointer[func(ctx context.Context) error]
+	handler atomic.Pointer[handlerFunc]
 }
 
 type rigOptions struct {
@@ -90,7 +90,7 @@ func newRig(t *testing.T, ro *rigOptions) *rig {
 	mcp.AddTool(r.srv, &mcp.Tool{Name: "pay"}, func(ctx context.Context, req *mcp.CallToolRequest, in payIn) (*mcp.CallToolResult, payOut, error) {
 		n := r.runs.Add(1)
 		if h := r.handler.Load(); h != nil {
-			if err := (*h)(ctx); err != nil {
+			if err := (*h)(ctx, req); err != nil {
 				return nil, payOut{}, err
 			}
 		}
@@ -158,7 +158,11 @@ func (r *rig) newClient(store ledger.Store, base *client.Options) *client.Client
 	return c
 }
 
-func (r *rig) setHandler(h func(ctx context.Context) error) { r.handler.Store(&h) }
+// handlerFunc, when set, runs inside pay after runs was counted; an error
+// becomes pay's tool error.
+type handlerFunc func(ctx context.Context, req *mcp.CallToolRequest) error
+
+func (r *rig) setHandler(h handlerFunc) { r.handler.Store(&h) }
 
 func openStore(t testing.TB, opts *sqlite.Options) *sqlite.Store {
 	t.Helper()
