@@ -114,6 +114,20 @@ func connectStdioHost(t *testing.T, env []string, elicit func(*mcp.ElicitRequest
 	return dialProxyHost(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, elicit)
 }
 
+// proxyTransports are the two ways a host reaches the proxy.
+var proxyTransports = []string{"stdio", "http"}
+
+// proxyHost starts agentctl proxy with args and connects a host to it over
+// the named transport.
+func proxyHost(t *testing.T, over string, env []string, elicit func(*mcp.ElicitRequest) *mcp.ElicitResult, args ...string) (*mcp.ClientSession, *hostEvents) {
+	t.Helper()
+	if over == "stdio" {
+		return connectStdioHost(t, env, elicit, args...)
+	}
+	endpoint := listeningProxy(t, env, args...)
+	return dialProxyHost(t, &mcp.StreamableClientTransport{Endpoint: endpoint}, elicit)
+}
+
 // dialProxyHost connects a go-sdk client as the host, answering
 // elicitations with elicit (nil: no elicitation capability).
 func dialProxyHost(t *testing.T, tr mcp.Transport, elicit func(*mcp.ElicitRequest) *mcp.ElicitResult) (*mcp.ClientSession, *hostEvents) {

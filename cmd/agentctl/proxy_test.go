@@ -16,20 +16,24 @@ import (
 
 var payArgs = map[string]any{"amount_cents": 1250, "currency": "EUR", "payee": "acme"}
 
-func TestProxyPaymentsStdio(t *testing.T) {
+func TestProxyPayments(t *testing.T) {
 	_, payments := binaries(t)
-	tests := []struct {
+	type testCase struct {
 		name     string
+		over     string
 		decision string // the host's answer to the confirmation
 		wantPaid int
-	}{
-		{name: "approved in the host", decision: "approve_once", wantPaid: 1},
-		{name: "denied in the host", decision: "deny", wantPaid: 0},
+	}
+	var tests []testCase
+	for _, over := range proxyTransports {
+		tests = append(tests,
+			testCase{name: over + "/approved in the host", over: over, decision: "approve_once", wantPaid: 1},
+			testCase{name: over + "/denied in the host", over: over, decision: "deny", wantPaid: 0})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			db := t.TempDir() + "/pay.db"
-			cs, ev := connectStdioHost(t, proxyEnv(t), elicitAnswer(tc.decision), "--", payments, "-db", db)
+			cs, ev := proxyHost(t, tc.over, proxyEnv(t), elicitAnswer(tc.decision), "--", payments, "-db", db)
 			ctx := context.Background()
 
 			var names []string
@@ -159,11 +163,17 @@ func TestProxyLostResponse(t *testing.T) {
 }
 
 func TestProxyPassesThroughResourcesPromptsNotifications(t *testing.T) {
+	for _, over := range proxyTransports {
+		t.Run(over, func(t *testing.T) { testPassThrough(t, over) })
+	}
+}
+
+func testPassThrough(t *testing.T, over string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, ev := connectStdioHost(t, proxyEnv(t, envTestUpstream+"=notes"), nil, "--", exe, "-test.run=^$")
+	cs, ev := proxyHost(t, over, proxyEnv(t, envTestUpstream+"=notes"), nil, "--", exe, "-test.run=^$")
 	ctx := context.Background()
 
 	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "note://1"})
