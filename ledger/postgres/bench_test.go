@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,19 +54,60 @@ func BenchmarkRawFloor(b *testing.B) {
 	defer conn.Close(ctx)
 	b.ResetTimer()
 	for i := range b.N {
-		key := fmt.Sprintf("k-%d", i)
-		if _, err := conn.Exec(ctx, `INSERT INTO records (tenant, tool, key, fingerprint, arguments, state, owner,
-				lease_until, created_at, updated_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, now(), now(), now(), now())`,
-			"bench", "create_payment", key, "fp", []byte(`{"amount":42}`), "w"); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, `UPDATE records SET state = 'SUCCEEDED', result = $4, attempts = attempts + 1,
-				lease_until = NULL, updated_at = now()
-			WHERE tenant = $1 AND tool = $2 AND key = $3 AND state = 'PROCESSING' AND owner = 'w'`,
-			"bench", "create_payment", key, []byte(benchResult)); err != nil {
-			b.Fatal(err)
-		}
+		rawInsertUpdate(b, conn, fmt.Sprintf("k-%d", i))
+	}
+}
+
+func rawInsertUpdate(b testing.TB, conn *pgx.Conn, key string) {
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, `INSERT INTO records (tenant, tool, key, fingerprint, arguments, state, owner,
+			lease_until, created_at, updated_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, now(), now(), now(), now())`,
+		"bench", "create_payment", key, "fp", []byte(`{"amount":42}`), "w"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE records SET state = 'SUCCEEDED', result = $4, attempts = attempts + 1,
+			lease_until = NULL, updated_at = now()
+		WHERE tenant = $1 AND tool = $2 AND key = $3 AND state = 'PROCESSING' AND owner = 'w'`,
+		"bench", "create_payment", key, []byte(benchResult)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkClaimCompleteVsFloor alternates one Store operation with one
+// raw floor operation on the same server and reports both, and their
+// ratio: on a shared machine the fsync time drifts, and alternating keeps
+// the drift out of the comparison. "durable" is the default commit;
+// "async" turns synchronous_commit off for both sides to show the Store's
+// own overhead without the fsync.
+func BenchmarkClaimCompleteVsFloor(b *testing.B) {
+	for _, mode := range []struct{ name, params string }{
+		{"durable", ""},
+		{"async", "&synchronous_commit=off"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			url := pgtest.Schema(b) + mode.params
+			st := open(b, url, &postgres.Options{MaxConns: 1})
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var store, floor time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				rawInsertUpdate(b, conn, fmt.Sprintf("raw-%d", i))
+				t1 := time.Now()
+				claimComplete(b, st, fmt.Sprintf("k-%d", i))
+				store += time.Since(t1)
+				floor += t1.Sub(t0)
+			}
+			b.ReportMetric(float64(store.Nanoseconds())/float64(b.N), "store-ns/op")
+			b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N), "floor-ns/op")
+			b.ReportMetric(float64(store)/float64(floor), "store/floor")
+		})
 	}
 }
 

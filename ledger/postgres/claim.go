@@ -38,7 +38,7 @@ const (
 	claimReplaceExpired = `UPDATE records SET session = $4, fingerprint = $5, arguments = $6, state = $7,
 		attempts = 0, result = NULL, compacted = false, error_kind = '', error_message = '',
 		owner = $8, lease_until = $9, approval = NULL, trace_id = $10, span_id = $11, reuse_policy = $12, tombstone = false,
-		op_token = $13, created_at = $14, updated_at = $14, expires_at = $15
+		op_token = $13, watched = false, created_at = $14, updated_at = $14, expires_at = $15
 	WHERE tenant = $1 AND tool = $2 AND key = $3
 		AND state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE')
 		AND NOT tombstone AND expires_at <= $14
@@ -48,7 +48,7 @@ const (
 	// fingerprint) is taken over by the next claimer and runs again.
 	claimTakeOver = `UPDATE records SET state = 'PROCESSING', owner = $4, lease_until = $5,
 		result = NULL, compacted = false, error_kind = '', error_message = '',
-		trace_id = $6, span_id = $7, op_token = $8, updated_at = $9, expires_at = $10
+		trace_id = $6, span_id = $7, op_token = $8, watched = false, updated_at = $9, expires_at = $10
 	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
 		AND state = 'RETRYABLE' AND fingerprint = $11 AND expires_at > $9
 	RETURNING ` + recordCols
@@ -78,8 +78,8 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	)
 	err := s.retry(ctx, func() error {
 		if sent {
-			rec, got, err := s.get(ctx, req.ID)
-			if err == nil && bytes.Equal(got, token) {
+			rec, meta, err := s.get(ctx, req.ID)
+			if err == nil && bytes.Equal(meta.token, token) {
 				out = ledger.Claim{Record: rec, Won: true}
 				return nil
 			}

@@ -26,28 +26,34 @@ const expireBatch = `WITH due AS (
 		lease_until = NULL, updated_at = $1
 	FROM due
 	WHERE r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
-	RETURNING r.tenant, r.tool, r.key`
+	RETURNING r.tenant, r.tool, r.key, r.watched`
 
 // ExpireLeases turns every PROCESSING record whose lease has ended into
 // UNKNOWN and returns how many it changed.
 func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		var ids []ledger.ID
+		var (
+			ids     []ledger.ID
+			watched []bool
+		)
 		err := s.retry(ctx, func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {
-				ids = ids[:0]
+				ids, watched = ids[:0], watched[:0]
 				rows, err := c.Query(ctx, expireBatch, s.clock(), s.batchSize, ledger.KindLeaseExpired)
 				if err != nil {
 					return err
 				}
 				defer rows.Close()
 				for rows.Next() {
-					var id ledger.ID
-					if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key); err != nil {
+					var (
+						id ledger.ID
+						w  bool
+					)
+					if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key, &w); err != nil {
 						return err
 					}
-					ids = append(ids, id)
+					ids, watched = append(ids, id), append(watched, w)
 				}
 				return rows.Err()
 			})
@@ -56,8 +62,8 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 			return total, fmt.Errorf("postgres: expire leases: %w", err)
 		}
 		total += len(ids)
-		for _, id := range ids {
-			s.settled(id)
+		for i, id := range ids {
+			s.settled(id, watched[i])
 		}
 		if len(ids) < s.batchSize {
 			return total, nil

@@ -21,24 +21,29 @@ import (
 // in the order scanRecord reads them.
 const recordCols = `tenant, tool, key, session, fingerprint, arguments, state, attempts,
 	result, compacted, error_kind, error_message, owner, lease_until,
-	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token`
+	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token, watched`
 
-// scanRecord reads one row of recordCols and returns the record and the
-// token of the write that produced it.
-func scanRecord(row pgx.Row) (*ledger.Record, []byte, error) {
+// rowMeta is what a row holds beyond the record.
+type rowMeta struct {
+	token   []byte // of the write that produced the row
+	watched bool   // a follower elsewhere waits for it
+}
+
+// scanRecord reads one row of recordCols.
+func scanRecord(row pgx.Row) (*ledger.Record, rowMeta, error) {
 	var (
 		r          ledger.Record
 		state      string
 		policy     string
 		leaseUntil *time.Time
 		approval   []byte
-		token      []byte
+		meta       rowMeta
 	)
 	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts,
 		&r.Result, &r.Compacted, &r.ErrorKind, &r.ErrorMessage, &r.Owner, &leaseUntil,
-		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &token)
+		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &meta.token, &meta.watched)
 	if err != nil {
-		return nil, nil, err
+		return nil, meta, err
 	}
 	r.State = ledger.State(state)
 	r.ReusePolicy = ledger.ReusePolicy(policy)
@@ -48,14 +53,14 @@ func scanRecord(row pgx.Row) (*ledger.Record, []byte, error) {
 	if approval != nil {
 		var a ledger.Approval
 		if err := json.Unmarshal(approval, &a); err != nil {
-			return nil, nil, fmt.Errorf("postgres: decode approval of %s: %w", r.Tool, err)
+			return nil, meta, fmt.Errorf("postgres: decode approval of %s: %w", r.Tool, err)
 		}
 		r.Approval = &a
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	r.UpdatedAt = r.UpdatedAt.UTC()
 	r.ExpiresAt = r.ExpiresAt.UTC()
-	return &r, token, nil
+	return &r, meta, nil
 }
 
 // scanRecords reads every row of recordCols.
@@ -89,28 +94,28 @@ func (s *Store) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
 	return rec, err
 }
 
-// get reads a record and its write token, retrying while the connection is
-// lost: a read is always safe to repeat.
-func (s *Store) get(ctx context.Context, id ledger.ID) (*ledger.Record, []byte, error) {
+// get reads a record and its row's metadata, retrying while the
+// connection is lost: a read is always safe to repeat.
+func (s *Store) get(ctx context.Context, id ledger.ID) (*ledger.Record, rowMeta, error) {
 	var (
-		rec   *ledger.Record
-		token []byte
+		rec  *ledger.Record
+		meta rowMeta
 	)
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			var err error
-			rec, token, err = scanRecord(c.QueryRow(ctx, `SELECT `+recordCols+` FROM records
+			rec, meta, err = scanRecord(c.QueryRow(ctx, `SELECT `+recordCols+` FROM records
 				WHERE tenant = $1 AND tool = $2 AND key = $3`, id.Tenant, id.Tool, id.Key))
 			return err
 		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, fmt.Errorf("%w: tenant %q tool %q key %s", ledger.ErrNotFound, id.Tenant, id.Tool, ledger.ShortHash(id.Key))
+		return nil, meta, fmt.Errorf("%w: tenant %q tool %q key %s", ledger.ErrNotFound, id.Tenant, id.Tool, ledger.ShortHash(id.Key))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: get: %w", err)
+		return nil, meta, fmt.Errorf("postgres: get: %w", err)
 	}
-	return rec, token, nil
+	return rec, meta, nil
 }
 
 // FindRecent returns the records of (tenant, session, tool, fingerprint)

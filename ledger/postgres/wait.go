@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -24,7 +26,10 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 	defer s.waiters.remove(w)
 
 	poll := s.pollMin
-	var last *ledger.Record
+	var (
+		last    *ledger.Record
+		watched bool
+	)
 	for {
 		// Registered before reading: a change committed after this read
 		// finds the waiter and its signal is kept in the buffered channel.
@@ -41,6 +46,19 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 		}
 		if !rec.State.Waiting() {
 			return rec, nil
+		}
+		if !watched {
+			ok, err := s.watch(ctx, id)
+			if err != nil {
+				if ctx.Err() != nil {
+					return last, ctx.Err()
+				}
+				return last, err
+			}
+			if !ok {
+				continue // settled meanwhile: read it
+			}
+			watched = true
 		}
 		wait := poll
 		if s.lis.healthy() {
@@ -64,11 +82,38 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 var testHookWaitRead func(*ledger.Record)
 
 // settled wakes the followers of id: those of this Store at once, those of
-// other processes through a notification.
-func (s *Store) settled(id ledger.ID) {
+// other processes, when any said they wait (watched), through a
+// notification.
+func (s *Store) settled(id ledger.ID, watched bool) {
 	p := notifyPayload(id)
 	s.waiters.wake(p)
-	s.lis.publish(p)
+	if watched {
+		s.lis.publish(p)
+	}
+}
+
+// watch marks a waiting record as watched, so that whoever settles it
+// notifies. It reports false when the record no longer waits. The mark and
+// the settling write lock the same row, so either the writer sees the mark
+// or this update sees the record settled: no notification is lost between
+// them. The mark is a hint (the poll still runs), so its commit does not
+// wait for the disk.
+func (s *Store) watch(ctx context.Context, id ledger.ID) (bool, error) {
+	var n int64
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			tag, err := c.Exec(ctx, `UPDATE records SET watched = true
+				FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+				WHERE tenant = $1 AND tool = $2 AND key = $3 AND state IN ('PROCESSING', 'PENDING_APPROVAL')`,
+				id.Tenant, id.Tool, id.Key)
+			n = tag.RowsAffected()
+			return err
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("postgres: wait: %w", err)
+	}
+	return n == 1, nil
 }
 
 // waiter is one Wait call's registration.

@@ -28,6 +28,11 @@ CREATE TABLE records (
     -- Random token of the last write. When a connection dies after a write
     -- was sent, the writer reads it back to learn whether its write committed.
     op_token          bytea,
+    -- A follower in another process waits for this record: its writer
+    -- sends a notification when the record settles. Without followers
+    -- elsewhere no notification is sent, which keeps NOTIFY's commit-time
+    -- lock off the common path.
+    watched           boolean NOT NULL DEFAULT false,
     created_at        timestamptz NOT NULL,
     updated_at        timestamptz NOT NULL,
     expires_at        timestamptz NOT NULL,
