@@ -255,7 +255,7 @@ func (a *app) callError(ctx context.Context, tool string, f *callFlags, err erro
 	case errors.Is(err, ledger.ErrInProgress), state.Waiting():
 		return exitf(exitUnknown, "%s%s is still in progress elsewhere; look later with agentctl ledger show %s", tool, keyText, orDash(key))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitUnknown, "%s%s was interrupted and may have run; look with agentctl ledger show %s", tool, keyText, orDash(key))
+		return exitf(exitUnknown, "%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
 	case errors.Is(err, client.ErrNotSent), state == ledger.StateRetryable, retry.Classify(err) == retry.Transient:
 		return exitf(exitUnreachable, "cannot reach %s: %v; nothing ran; run the same command again once it is up", f.up.label(), err)
 	}
