@@ -175,8 +175,10 @@ func (c *Call) End(ctx context.Context, r Result) {
 		})
 	}
 	if t.log.Enabled(ctx, slog.LevelDebug) {
-		args := []any{"tool", c.tool, "side", string(t.side), "outcome", string(r.Outcome),
-			"attempts", attempts, "duration", elapsed}
+		args := []any{"tool", c.tool, "side", string(t.side), "outcome", string(r.Outcome), "duration", elapsed.String()}
+		if attempts > 0 {
+			args = append(args, "attempts", attempts)
+		}
 		if r.Key != "" {
 			args = append(args, "key", ledger.ShortHash(r.Key))
 		}

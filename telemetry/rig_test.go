@@ -32,9 +32,10 @@ const tenant = "acme"
 
 // payIn is the input of the test tool "pay".
 type payIn struct {
-	Amount   int    `json:"amount"`
-	Payee    string `json:"payee"`
-	Password string `json:"password,omitempty"`
+	Amount   int            `json:"amount"`
+	Payee    string         `json:"payee"`
+	Password string         `json:"password,omitempty"`
+	Auth     map[string]any `json:"auth,omitempty"`
 }
 
 type payOut struct {
