@@ -46,18 +46,24 @@ func TestOpenRejects(t *testing.T) {
 }
 
 func TestIsURL(t *testing.T) {
-	for s, want := range map[string]bool{
-		"postgres://h/db":     true,
-		"postgresql://h/db":   true,
-		"POSTGRES://h/db":     true,
-		"/var/lib/ledger.db":  false,
-		"host=h dbname=db":    false,
-		"postgres:/missing":   false,
-		"sqlite:///ledger.db": false,
-	} {
-		if got := postgres.IsURL(s); got != want {
-			t.Errorf("IsURL(%q) = %v; want %v", s, got, want)
-		}
+	cases := []struct {
+		name, in string
+		want     bool
+	}{
+		{"postgres scheme", "postgres://h/db", true},
+		{"postgresql scheme", "postgresql://h/db", true},
+		{"upper case scheme", "POSTGRES://h/db", true},
+		{"file path", "/var/lib/ledger.db", false},
+		{"key=value DSN", "host=h dbname=db", false},
+		{"one slash", "postgres:/missing", false},
+		{"other scheme", "sqlite:///ledger.db", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := postgres.IsURL(tc.in); got != tc.want {
+				t.Errorf("IsURL(%q) = %v; want %v", tc.in, got, tc.want)
+			}
+		})
 	}
 }
 

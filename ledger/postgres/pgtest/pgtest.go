@@ -22,9 +22,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,27 +60,12 @@ func Schema(t testing.TB) string {
 	t.Helper()
 	base := URL(t)
 	name := schemaName(t.Name())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s: %v", Env, err)
-	}
-	defer conn.Close(context.Background())
 	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+	if err := admin.exec(base, "CREATE SCHEMA "+ident); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", ident, err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("pgtest: drop schema %s: %v", ident, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
+		if err := admin.exec(base, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
 			t.Errorf("pgtest: drop schema %s: %v", ident, err)
 		}
 	})
@@ -87,6 +74,42 @@ func Schema(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return u
+}
+
+// admin is the one connection per test process that creates and drops
+// schemas: a connection costs a password exchange, which is slow under the
+// race detector, and tests make many schemas.
+var admin adminConn
+
+type adminConn struct {
+	mu   sync.Mutex // guards conn and url
+	conn *pgx.Conn
+	url  string
+}
+
+func (a *adminConn) exec(url, sql string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if a.conn != nil && (a.url != url || a.conn.IsClosed()) {
+		a.conn.Close(ctx)
+		a.conn = nil
+	}
+	if a.conn == nil {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", Env, err)
+		}
+		a.conn, a.url = c, url
+	}
+	if _, err := a.conn.Exec(ctx, sql); err != nil {
+		if a.conn.IsClosed() {
+			a.conn = nil
+		}
+		return err
+	}
+	return nil
 }
 
 // WithSearchPath returns raw with its search_path parameter set to schema.
