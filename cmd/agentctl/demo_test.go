@@ -12,78 +12,80 @@ import (
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
+// TestDemo runs the demo once as a user would (one run takes seconds):
+// with --json the story goes to stderr and the table to stdout as one
+// object, and --ledger keeps the records.
 func TestDemo(t *testing.T) {
-	tests := []struct {
-		name       string
-		ownLedger  bool // --ledger names a file that outlives the run
-		jsonOutput bool
-	}{
-		{name: "temporary ledger, table", jsonOutput: false},
-		{name: "own ledger, json", ownLedger: true, jsonOutput: true},
+	own := filepath.Join(t.TempDir(), "own.db")
+	args := []string{"demo", "--ledger", own, "--json"}
+	cmd := proxyCommand(t, proxyEnv(t), args...)
+	var out, errb proxyLog
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("agentctl %s = %v; want exit 0\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			env := proxyEnv(t)
-			own := filepath.Join(t.TempDir(), "own.db")
-			args := []string{"demo"}
-			if tc.ownLedger {
-				args = append(args, "--ledger", own)
-			}
-			if tc.jsonOutput {
-				args = append(args, "--json")
-			}
-			cmd := proxyCommand(t, env, args...)
-			var out, errb proxyLog
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("agentctl %s = %v; want exit 0\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
-			}
-			if took := time.Since(start); took > 30*time.Second {
-				t.Errorf("demo took %v; want under 30 s", took)
-			}
-			if !tc.jsonOutput {
-				for _, want := range []string{"lost", "stalls", "again", "crashes", "reused", "OPERATION", "4 operations", "one per operation"} {
-					if !strings.Contains(out.String(), want) {
-						t.Errorf("demo output does not mention %q:\n%s", want, out.String())
-					}
-				}
-				return
-			}
-			sum := jsonLines[demoSummary](t, out.String())
-			if len(sum) != 1 {
-				t.Fatalf("demo --json printed %d objects; want 1", len(sum))
-			}
-			s := sum[0]
-			if s.Executions != s.Operations || s.Operations != 4 {
-				t.Errorf("demo: %d executions for %d operations; want 4 and 4", s.Executions, s.Operations)
-			}
-			if s.UnknownFound != 1 || s.Reconciled != 1 || s.Refused != 1 {
-				t.Errorf("demo: unknown %d, reconciled %d, refused %d; want 1 each", s.UnknownFound, s.Reconciled, s.Refused)
-			}
-			for _, r := range s.Rows {
-				if r.Executions != 1 || r.State != ledger.StateSucceeded {
-					t.Errorf("row %q: %d executions, %s; want 1, SUCCEEDED", r.Name, r.Executions, r.State)
-				}
-				if r.Attempts < 1 || r.Replays < 1 {
-					t.Errorf("row %q: %d attempts, %d replays; want at least 1 each", r.Name, r.Attempts, r.Replays)
-				}
-			}
-			if tc.ownLedger {
-				// The records stay in the named ledger.
-				st, err := sqlite.Open(context.Background(), own, nil)
-				if err != nil {
-					t.Fatalf("sqlite.Open(%q) = %v", own, err)
-				}
-				defer st.Close()
-				for _, r := range s.Rows {
-					rec, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: r.Key})
-					if err != nil || rec.State != ledger.StateSucceeded {
-						t.Errorf("record %s in --ledger = %v, %v; want SUCCEEDED", r.Key, rec, err)
-					}
-				}
-			}
-		})
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("demo took %v; want under 30 s", took)
+	}
+	for _, want := range []string{"lost", "stalls", "again", "crashes", "reused", "UNKNOWN", "back office"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("demo story does not mention %q:\n%s", want, errb.String())
+		}
+	}
+
+	sum := jsonLines[demoSummary](t, out.String())
+	if len(sum) != 1 {
+		t.Fatalf("demo --json printed %d objects; want 1", len(sum))
+	}
+	s := sum[0]
+	if s.Executions != s.Operations || s.Operations != 4 {
+		t.Errorf("demo: %d executions for %d operations; want 4 and 4", s.Executions, s.Operations)
+	}
+	if s.UnknownFound != 1 || s.Reconciled != 1 || s.Refused != 1 {
+		t.Errorf("demo: unknown %d, reconciled %d, refused %d; want 1 each", s.UnknownFound, s.Reconciled, s.Refused)
+	}
+	if len(s.Rows) != s.Operations {
+		t.Errorf("demo: %d rows for %d operations", len(s.Rows), s.Operations)
+	}
+	st, err := sqlite.Open(context.Background(), own, nil)
+	if err != nil {
+		t.Fatalf("sqlite.Open(%q) = %v", own, err)
+	}
+	defer st.Close()
+	for _, r := range s.Rows {
+		if r.Executions != 1 || r.State != ledger.StateSucceeded {
+			t.Errorf("row %q: %d executions, %s; want 1, SUCCEEDED", r.Name, r.Executions, r.State)
+		}
+		if r.Attempts < 1 || r.Replays < 1 {
+			t.Errorf("row %q: %d attempts, %d replays; want at least 1 each", r.Name, r.Attempts, r.Replays)
+		}
+		// The records stay in the ledger --ledger named.
+		rec, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: r.Key})
+		if err != nil || rec.State != ledger.StateSucceeded || rec.Attempts != r.Attempts {
+			t.Errorf("record %s in --ledger = %+v, %v; want SUCCEEDED after %d attempts", r.Key, rec, err, r.Attempts)
+		}
+	}
+}
+
+// The table printer's text, for a summary like the demo's.
+func TestDemoTable(t *testing.T) {
+	var out strings.Builder
+	d := &demo{a: &app{io: stdio{Out: &out}, getenv: func(string) string { return "" }}, out: &out}
+	err := d.printTable(&demoSummary{Operations: 1, Executions: 1, Attempts: 2, Replays: 1, UnknownFound: 1, Reconciled: 1,
+		Rows: []demoOp{{Name: "lost answer", Key: "k-1", Attempts: 2, Executions: 1, Replays: 1, State: ledger.StateSucceeded, Reconciled: true}}})
+	if err != nil {
+		t.Fatalf("printTable = %v", err)
+	}
+	for _, want := range []string{"OPERATION", "lost answer", "k-1", "SUCCEEDED (reconciled)", "1 operations", "UNKNOWN found 1, reconciled 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table does not show %q:\n%s", want, out.String())
+		}
+	}
+	// A payment more than operations is a failed demo, not a table.
+	err = d.printTable(&demoSummary{Operations: 1, Executions: 2})
+	if err == nil || !strings.Contains(err.Error(), "2 payments for 1 operations") {
+		t.Errorf("printTable(2 payments, 1 operation) = %v; want an error", err)
 	}
 }
 
