@@ -136,7 +136,10 @@ func (r *rig) newClient(store ledger.Store, base *client.Options) *client.Client
 	o.Tenant = tenant
 	o.Policy = &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}
 	o.Retry = &retry.Policy{MaxAttempts: 2, Rand: func() float64 { return 0 }, InitialInterval: time.Millisecond}
-	o.Logger, o.MeterProvider, o.TracerProvider = r.logger, r.mp, r.tp
+	o.Logger, o.TracerProvider = r.logger, r.tp
+	if o.MeterProvider == nil {
+		o.MeterProvider = r.mp
+	}
 	if o.InProgressWait == 0 {
 		o.InProgressWait = 5 * time.Second
 	}
