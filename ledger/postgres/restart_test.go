@@ -42,6 +42,55 @@ func TestServerRestart(t *testing.T) {
 			runRestart(t, srv, st, tc.wantAll)
 		})
 	}
+	t.Run("down", func(t *testing.T) {
+		url, err := pgtest.WithSearchPath(srv.URL, "restart_down")
+		if err != nil {
+			t.Fatal(err)
+		}
+		runDown(t, srv, open(t, url, &postgres.Options{ReconnectFor: 500 * time.Millisecond, AcquireTimeout: 2 * time.Second}))
+	})
+}
+
+// TestServerRestart/down: while the server is stopped, calls fail with an
+// error once ReconnectFor has passed, never hang; once it is back the same
+// Store works again.
+func runDown(t *testing.T, srv *pgtest.Server, st *postgres.Store) {
+	ctx := context.Background()
+	id := ledger.ID{Tenant: "t", Tool: "pay", Key: "down-1"}
+	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o"}); err != nil {
+		t.Fatalf("Claim before the stop = %v", err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			if err := srv.Start(); err != nil {
+				t.Errorf("Start() = %v", err)
+			}
+		}
+	}()
+	start := time.Now()
+	_, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o"})
+	if err == nil {
+		t.Fatal("Transition with the server stopped = nil error; want a connection error")
+	}
+	t.Logf("with the server stopped, Transition failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if elapsed := time.Since(start); elapsed > 20*time.Second {
+		t.Errorf("Transition with the server stopped took %v to fail; want about ReconnectFor", elapsed)
+	}
+	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) || errors.Is(err, postgres.ErrPoolTimeout) {
+		t.Errorf("Transition with the server stopped = %v; want a connection error, not a ledger or pool error", err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	rec, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o"})
+	if err != nil || rec.State != ledger.StateSucceeded {
+		t.Fatalf("Transition after the server is back = %v, %v; want SUCCEEDED", rec, err)
+	}
 }
 
 func runRestart(t *testing.T, srv *pgtest.Server, st *postgres.Store, wantAll bool) {

@@ -53,7 +53,8 @@ func isLost(ctx context.Context, c *pgxpool.Conn, err error) bool {
 func (s *Store) with(ctx context.Context, f func(c *pgxpool.Conn) error) error {
 	c, err := s.conn(ctx)
 	if err != nil {
-		if isLost(ctx, nil, err) {
+		var le *lostError
+		if !errors.As(err, &le) && isLost(ctx, nil, err) {
 			return &lostError{err: err, unsent: true}
 		}
 		return err
@@ -61,8 +62,10 @@ func (s *Store) with(ctx context.Context, f func(c *pgxpool.Conn) error) error {
 	err = f(c)
 	if isLost(ctx, c, err) {
 		unsent := pgconn.SafeToRetry(err)
-		// Hijack-free way to drop it: closing makes Release destroy it.
-		c.Conn().Close(context.WithoutCancel(ctx))
+		// A closed connection is destroyed by Release rather than pooled.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.Conn().Close(cctx)
+		cancel()
 		c.Release()
 		return &lostError{err: err, unsent: unsent}
 	}

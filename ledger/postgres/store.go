@@ -188,6 +188,8 @@ func (s *Store) Close() error {
 			cancel()
 		}
 		s.pool.Close()
+		// Waiters read again, find the pool closed and return.
+		s.waiters.wakeAll()
 	})
 	return nil
 }
@@ -211,7 +213,12 @@ func (s *Store) conn(ctx context.Context) (*pgxpool.Conn, error) {
 	}
 	if actx.Err() != nil {
 		st := s.pool.Stat()
-		return nil, fmt.Errorf("%w: waited %v, %d of %d connections in use", ErrPoolTimeout, s.acquireTimeout, st.AcquiredConns(), st.MaxConns())
+		if st.AcquiredConns() < st.MaxConns() {
+			// Room in the pool: the time went into connecting, so the
+			// server is slow or unreachable, not the pool exhausted.
+			return nil, &lostError{err: fmt.Errorf("postgres: no connection to the server within %v: %w", s.acquireTimeout, err), unsent: true}
+		}
+		return nil, fmt.Errorf("%w: waited %v, all %d connections in use", ErrPoolTimeout, s.acquireTimeout, st.MaxConns())
 	}
 	return nil, err
 }
