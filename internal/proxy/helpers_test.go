@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
@@ -31,6 +32,7 @@ type upstream struct {
 	notes    atomic.Int64 // executions of add_note
 	payments atomic.Int64 // executions of pay_invoice
 	sessions atomic.Int64 // upstream sessions opened
+	strict   atomic.Int64 // calls strict refused
 
 	started   chan struct{} // wait_forever began
 	cancelled chan struct{} // wait_forever saw its context end
@@ -125,6 +127,12 @@ func newUpstream() *upstream {
 		<-ctx.Done()
 		u.cancelled <- struct{}{}
 		return nil, nil, ctx.Err()
+	})
+	// strict refuses every call as a malformed request, the way a raw
+	// handler validating its own arguments does.
+	u.srv.AddTool(&mcp.Tool{Name: "strict", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.strict.Add(1)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "strict: bad arguments"}
 	})
 	u.srv.AddResource(&mcp.Resource{URI: "note://1", Name: "first note", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello from note 1"}}}, nil

@@ -203,32 +203,36 @@ func legacyVersions() []string {
 }
 
 // serverOptions advertises what the upstream offers, plus tools (always:
-// the ledger tools are there) and the idempotency capability.
+// the ledger tools are there) and the idempotency capability. The relay
+// handlers are set only for what the upstream offers: the SDK infers
+// capabilities from handlers, and the host must not be promised more.
 func (p *Proxy) serverOptions(ir *mcp.InitializeResult) *mcp.ServerOptions {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
-	instructions := ""
+	o := &mcp.ServerOptions{
+		Capabilities:                caps,
+		Logger:                      p.log,
+		SupportedProtocolVersions:   legacyVersions(),
+		ProgressNotificationHandler: p.hostProgress,
+	}
+	if ir != nil {
+		o.Instructions = ir.Instructions
+	}
 	if ir != nil && ir.Capabilities != nil {
 		up := ir.Capabilities
 		caps.Logging, caps.Prompts, caps.Resources, caps.Completions = up.Logging, up.Prompts, up.Resources, up.Completions
-	}
-	if ir != nil {
-		instructions = ir.Instructions
+		if up.Completions != nil {
+			o.CompletionHandler = p.complete
+		}
+		if up.Resources != nil && up.Resources.Subscribe {
+			o.SubscribeHandler, o.UnsubscribeHandler = p.subscribe, p.unsubscribe
+		}
 	}
 	retention := ledger.DefaultRetention
 	if c := p.opts.Client; c != nil && c.Retention > 0 {
 		retention = c.Retention
 	}
 	caps.Experimental = server.Capability(retention)
-	return &mcp.ServerOptions{
-		Instructions:                instructions,
-		Capabilities:                caps,
-		Logger:                      p.log,
-		SupportedProtocolVersions:   legacyVersions(),
-		CompletionHandler:           p.complete,
-		SubscribeHandler:            p.subscribe,
-		UnsubscribeHandler:          p.unsubscribe,
-		ProgressNotificationHandler: p.hostProgress,
-	}
+	return o
 }
 
 // ledgerClient wraps the link's upstream session in the ledger client with

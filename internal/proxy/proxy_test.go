@@ -32,7 +32,7 @@ func TestToolListMerged(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	want := []string{"add_note", "ask_model", "ask_user", "chatty", "ledger_list", "ledger_status", "pay_invoice", "wait_forever"}
+	want := []string{"add_note", "ask_model", "ask_user", "chatty", "ledger_list", "ledger_status", "pay_invoice", "strict", "wait_forever"}
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		t.Errorf("tools/list = %v; want %v", names, want)
@@ -49,6 +49,29 @@ func TestToolListMerged(t *testing.T) {
 	}
 	if ir.ProtocolVersion >= "2026-07-28" {
 		t.Errorf("negotiated %s with the host; want at most 2025-11-25", ir.ProtocolVersion)
+	}
+}
+
+// The host is promised what the upstream offers and no more.
+func TestCapabilitiesFollowTheUpstream(t *testing.T) {
+	bare := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "v1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}})
+	mcp.AddTool(bare, &mcp.Tool{Name: "noop"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return text("ok"), nil, nil
+	})
+	tr := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		_, err := bare.Connect(ctx, st, nil)
+		return ct, err
+	}
+	p := startProxy(t, newStore(t), tr, nil)
+	h := connectHost(t, p, hostOptions{})
+	caps := h.cs.InitializeResult().Capabilities
+	if caps.Prompts != nil || caps.Resources != nil || caps.Completions != nil || caps.Logging != nil {
+		t.Errorf("capabilities = prompts %v, resources %v, completions %v, logging %v; want none, as the upstream",
+			caps.Prompts, caps.Resources, caps.Completions, caps.Logging)
+	}
+	if caps.Tools == nil || !caps.Tools.ListChanged {
+		t.Errorf("capabilities.tools = %+v; want listChanged", caps.Tools)
 	}
 }
 
@@ -106,14 +129,26 @@ func TestHostKey(t *testing.T) {
 	}
 }
 
-func TestUnknownToolStaysProtocolError(t *testing.T) {
+func TestRequestErrorsStayProtocolErrors(t *testing.T) {
 	u := newUpstream()
 	p := startProxy(t, newStore(t), u.transport, nil)
 	h := connectHost(t, p, hostOptions{})
-	_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"})
-	var je *jsonrpc.Error
-	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
-		t.Errorf("CallTool(no_such_tool) = %v; want JSON-RPC %d", err, jsonrpc.CodeInvalidParams)
+	tests := []struct{ name, tool string }{
+		{"unknown tool", "no_such_tool"},
+		{"upstream rejects the request", "strict"},
+		{"the same rejection, replayed from the ledger", "strict"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{"x": 1}})
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+				t.Errorf("CallTool(%q) = %v; want JSON-RPC %d", tc.tool, err, jsonrpc.CodeInvalidParams)
+			}
+		})
+	}
+	if n := u.strict.Load(); n != 1 {
+		t.Errorf("strict was called %d times; want 1 (the repeat is answered from the ledger)", n)
 	}
 }
 

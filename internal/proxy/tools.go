@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 )
 
@@ -143,7 +146,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 // happened and what not to do.
 func (p *Proxy) callError(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
 	var je *jsonrpc.Error
-	if errors.As(err, &je) && (je.Code == jsonrpc.CodeInvalidParams || je.Code == jsonrpc.CodeMethodNotFound || je.Code == jsonrpc.CodeInvalidRequest) {
+	if errors.As(err, &je) && requestError(je.Code) {
 		return nil, je
 	}
 	if ctx.Err() != nil {
@@ -152,6 +155,9 @@ func (p *Proxy) callError(ctx context.Context, tool string, err error) (*mcp.Cal
 	text := fmt.Sprintf("The call to %s did not complete: %v. Do not repeat it before asking ledger_status.", tool, err)
 	var ce *client.Error
 	if errors.As(err, &ce) {
+		if je := p.storedRequestError(ctx, ce); je != nil {
+			return nil, je
+		}
 		if ce.Text != "" {
 			text = ce.Text
 		}
@@ -160,6 +166,29 @@ func (p *Proxy) callError(ctx context.Context, tool string, err error) (*mcp.Cal
 		return res, nil
 	}
 	return errorResult(text), nil
+}
+
+// requestError reports whether code says the request itself was wrong:
+// the upstream would answer the same again, so it stays a protocol error.
+func requestError(code int64) bool {
+	return code == jsonrpc.CodeInvalidParams || code == jsonrpc.CodeMethodNotFound || code == jsonrpc.CodeInvalidRequest
+}
+
+// storedRequestError rebuilds the protocol error a repeated call's record
+// holds: the first call got it from the upstream, the repeat gets the same.
+func (p *Proxy) storedRequestError(ctx context.Context, ce *client.Error) *jsonrpc.Error {
+	if ce.State != ledger.StateFailed {
+		return nil
+	}
+	rec, err := p.opts.Store.Get(ctx, ledger.ID{Tenant: p.opts.Tenant, Tool: ce.Tool, Key: ce.Key})
+	if err != nil || len(rec.Result) > 0 {
+		return nil
+	}
+	code, err := strconv.ParseInt(strings.TrimPrefix(rec.ErrorKind, "jsonrpc_"), 10, 64)
+	if err != nil || !strings.HasPrefix(rec.ErrorKind, "jsonrpc_") || !requestError(code) {
+		return nil
+	}
+	return &jsonrpc.Error{Code: code, Message: rec.ErrorMessage}
 }
 
 func errorResult(text string) *mcp.CallToolResult {
