@@ -99,6 +99,9 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		if errors.Is(err, ledger.ErrKeyReused) {
 			return out, err
 		}
+		if sent {
+			return ledger.Claim{}, fmt.Errorf("postgres: claim %s: the connection was lost after the claim was sent, and whether it was recorded could not be read back (a recorded claim expires with its lease): %w", ledger.ShortHash(req.Key), err)
+		}
 		return ledger.Claim{}, fmt.Errorf("postgres: claim %s: %w", ledger.ShortHash(req.Key), err)
 	}
 	return out, nil

@@ -97,6 +97,10 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) {
 			return out, err
 		}
+		var le *lostError
+		if sent && errors.As(err, &le) {
+			return nil, fmt.Errorf("postgres: transition %s -> %s of %s key %s: the connection was lost after the transition was sent, and whether it was recorded could not be read back: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), err)
+		}
 		return nil, fmt.Errorf("postgres: transition %s -> %s of %s key %s: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), err)
 	}
 	if t.From.Waiting() {
