@@ -164,7 +164,7 @@ func (u *upstream) transport(ctx context.Context) (mcp.Transport, error) {
 var fastRetry = &retry.Policy{MaxAttempts: 5, InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond}
 
 // newStore opens a SQLite ledger in the test's temporary folder.
-func newStore(t *testing.T) ledger.Store {
+func newStore(t testing.TB) ledger.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
 	if err != nil {
@@ -175,7 +175,7 @@ func newStore(t *testing.T) ledger.Store {
 }
 
 // startProxy builds a proxy in front of tr over st, closed in t.Cleanup.
-func startProxy(t *testing.T, st ledger.Store, tr proxy.TransportFunc, opts *proxy.Options) *proxy.Proxy {
+func startProxy(t testing.TB, st ledger.Store, tr proxy.TransportFunc, opts *proxy.Options) *proxy.Proxy {
 	t.Helper()
 	var o proxy.Options
 	if opts != nil {
@@ -214,7 +214,7 @@ type hostOptions struct {
 	sampling bool
 }
 
-func connectHost(t *testing.T, p *proxy.Proxy, ho hostOptions) *host {
+func connectHost(t testing.TB, p *proxy.Proxy, ho hostOptions) *host {
 	t.Helper()
 	h := &host{answer: ho.elicit, events: make(chan string, 64), messages: make(chan string, 16)}
 	opts := &mcp.ClientOptions{
