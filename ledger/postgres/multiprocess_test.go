@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "claim":
 		os.Exit(claimChild())
+	case "replica":
+		os.Exit(replicaChild())
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, os.Getenv(childEnv))
 		os.Exit(2)
