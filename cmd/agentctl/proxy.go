@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/internal/proxy"
 )
@@ -22,17 +23,18 @@ import (
 func init() { register(newProxyCmd) }
 
 type proxyFlags struct {
-	listen  string
-	policy  string
-	session string
-	url     string
-	command []string // the words after --
+	listen      string
+	metricsAddr string
+	policy      string
+	session     string
+	url         string
+	command     []string // the words after --
 }
 
 func newProxyCmd(a *app) *cobra.Command {
 	var f proxyFlags
 	c := &cobra.Command{
-		Use:   "proxy [--listen ADDR] [--policy FILE] [--session S] (-- CMD ARGS | --url URL)",
+		Use:   "proxy [--listen ADDR] [--metrics-addr ADDR] [--policy FILE] [--session S] (-- CMD ARGS | --url URL)",
 		Short: "Put the ledger in front of an MCP server, for any MCP host",
 		Long: `proxy is an MCP server to the host (stdio, or streamable HTTP with --listen)
 and a client to the upstream server (the command after --, or --url). Every
@@ -48,7 +50,8 @@ A host configures it in place of the server it wraps, for example:
 
   {"command": "agentctl", "args": ["proxy", "--", "npx", "-y", "some-mcp-server"]}`,
 		Example: `  agentctl proxy -- go run ./examples/payments
-  agentctl proxy --listen 127.0.0.1:8090 --url http://127.0.0.1:8080/`,
+  agentctl proxy --listen 127.0.0.1:8090 --url http://127.0.0.1:8080/
+  agentctl proxy --metrics-addr 127.0.0.1:9464 -- go run ./examples/payments`,
 		Args: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash < 0 {
@@ -69,6 +72,7 @@ A host configures it in place of the server it wraps, for example:
 	fl.StringVar(&f.policy, "policy", a.env("MCPLEDGER_POLICY", ""), "the confirmation policy `FILE` (env MCPLEDGER_POLICY; default: built-in rules)")
 	fl.StringVar(&f.session, "session", "", "the agent `SESSION` of the records (default: MCPLEDGER_SESSION, else this shell's)")
 	fl.StringVar(&f.url, "url", "", "the upstream MCP server's streamable HTTP endpoint `URL`")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, on loopback (e.g. 127.0.0.1:9464)")
 	return c
 }
 
@@ -83,6 +87,15 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 			return err
 		}
 		defer ln.Close()
+	}
+	var copts *client.Options
+	if f.metricsAddr != "" {
+		prom, err := a.startMetrics(ctx, f.metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer a.stopMetrics(prom)
+		copts = &client.Options{MeterProvider: prom.Provider}
 	}
 	policy := confirm.Default()
 	if f.policy != "" {
@@ -109,6 +122,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		Terminal: &confirm.Terminal{Accessible: a.getenv("ACCESSIBLE") != ""},
 		Name:     "agentctl-proxy",
 		Version:  version,
+		Client:   copts,
 		Logger:   slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
