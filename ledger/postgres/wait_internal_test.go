@@ -49,13 +49,14 @@ func awaitLive(ctx context.Context, t *testing.T, st *Store, after int) {
 func waitFrom(ctx context.Context, t *testing.T, follower *Store, id ledger.ID) <-chan *ledger.Record {
 	t.Helper()
 	firstRead := make(chan ledger.State, 1)
-	testHookWaitRead = func(r *ledger.Record) {
+	hook := func(r *ledger.Record) {
 		select {
 		case firstRead <- r.State:
 		default:
 		}
 	}
-	t.Cleanup(func() { testHookWaitRead = nil })
+	testHookWaitRead.Store(&hook)
+	t.Cleanup(func() { testHookWaitRead.Store(nil) })
 	out := make(chan *ledger.Record, 1)
 	go func() {
 		rec, err := follower.Wait(ctx, id)
