@@ -1,0 +1,213 @@
+// Command agent is the kill suite's agent: a small program on package
+// client that pays with explicit idempotency keys through an MCP server
+// (agentctl proxy, in the suite) and writes what it got for each key to a
+// journal it fsyncs, so a test can compare the journal with the ledgers and
+// the downstream after any process was SIGKILLed.
+//
+//	agent -ledger agent.db -journal agent.jsonl -keys k1,k2 -url http://127.0.0.1:8080/
+//	agent -ledger agent.db -journal agent.jsonl -keys k1,k2 -- agentctl proxy -- payments -db p.db
+//
+// It calls create_payment once per key, in order, and exits 0 once every
+// key has an answer (whatever it was). Run again with the same keys, it
+// replays the answered ones from its ledger and finishes the rest.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/e2e/internal/journal"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/retry"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	ledger, tenant, journal, url string
+	keys                         []string
+	command                      []string
+	lease, wait, attempt         time.Duration
+	retryFor                     time.Duration
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	var keys string
+	fs.StringVar(&cfg.ledger, "ledger", "", "the agent's ledger: a SQLite file or a postgres:// URL")
+	fs.StringVar(&cfg.tenant, "tenant", "agent", "ledger tenant")
+	fs.StringVar(&cfg.journal, "journal", "", "journal file (JSON lines, appended and fsynced)")
+	fs.StringVar(&keys, "keys", "", "comma-separated idempotency keys, one create_payment each")
+	fs.StringVar(&cfg.url, "url", "", "the server's streamable HTTP endpoint; without it the arguments after -- start a stdio server")
+	fs.DurationVar(&cfg.lease, "lease", time.Second, "PROCESSING lease of a call, renewed while it runs")
+	fs.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a call waits for an earlier execution of its key")
+	fs.DurationVar(&cfg.attempt, "attempt-timeout", 10*time.Second, "bound of one attempt")
+	fs.DurationVar(&cfg.retryFor, "retry-for", 20*time.Second, "how long one call keeps retrying")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.command = fs.Args()
+	if keys != "" {
+		cfg.keys = strings.Split(keys, ",")
+	}
+	switch {
+	case cfg.ledger == "" || cfg.journal == "" || len(cfg.keys) == 0:
+		return errors.New("-ledger, -journal and -keys are required")
+	case (cfg.url == "") == (len(cfg.command) == 0):
+		return errors.New("give either -url or a server command after --")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return pay(ctx, cfg, stdout, stderr)
+}
+
+func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	store, err := openLedger(ctx, cfg.ledger)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	j, err := journal.Open(cfg.journal)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+
+	// A previous run of this agent may have died holding leases. Like the
+	// server's sweeper, the agent turns its dead leases UNKNOWN, so a
+	// restarted run gets "outcome unknown" for them instead of waiting.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go sweep(sweepCtx, store, cfg.lease/4)
+
+	c, err := client.Dial(ctx, connector(cfg, stderr), store, &client.Options{
+		Tenant:         cfg.tenant,
+		Session:        "kill-suite",
+		Policy:         &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow, Note: "the kill suite pays without asking"}}},
+		Lease:          cfg.lease,
+		InProgressWait: cfg.wait,
+		AttemptTimeout: cfg.attempt,
+		Retry: &retry.Policy{
+			MaxAttempts: 1000, InitialInterval: 20 * time.Millisecond,
+			MaxInterval: 300 * time.Millisecond, MaxElapsed: cfg.retryFor,
+		},
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, key := range cfg.keys {
+		if err := j.Write(journal.Entry{Event: journal.EventIssue, Key: key, PID: os.Getpid()}); err != nil {
+			return err
+		}
+		// The suite times its kills from this line.
+		fmt.Fprintln(stdout, "agent: issued", key)
+		e := call(ctx, c, key)
+		e.PID = os.Getpid()
+		if err := j.Write(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call pays once with key and describes the answer.
+func call(ctx context.Context, c *client.Client, key string) journal.Entry {
+	e := journal.Entry{Event: journal.EventAnswer, Key: key}
+	out, err := c.Call(client.WithKey(ctx, key), &mcp.CallToolParams{Name: "create_payment", Arguments: journal.Arguments(key)})
+	if err != nil {
+		e.Outcome, e.Error = errOutcome(err), err.Error()
+		var ce *client.Error
+		if errors.As(err, &ce) {
+			e.State = string(ce.State)
+		}
+		return e
+	}
+	e.Replayed, e.Attempts = out.Replayed, out.Attempts
+	if out.Record != nil {
+		e.State = string(out.Record.State)
+	}
+	journal.Describe(out.Result, &e)
+	return e
+}
+
+func errOutcome(err error) string {
+	switch {
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		return journal.OutcomeUnknown
+	case errors.Is(err, client.ErrNotSent):
+		return journal.OutcomeNotSent
+	case errors.Is(err, ledger.ErrInProgress):
+		return journal.OutcomeInProgress
+	case errors.Is(err, client.ErrDenied):
+		return journal.OutcomeDenied
+	}
+	return journal.OutcomeError
+}
+
+// connector opens a session to the server: a new child process for a stdio
+// command (the client calls it again after the child died), or a new HTTP
+// session.
+func connector(cfg config, stderr io.Writer) client.ConnectFunc {
+	impl := &mcp.Implementation{Name: "kill-suite-agent", Version: "v1"}
+	return func(ctx context.Context) (*mcp.ClientSession, error) {
+		var t mcp.Transport
+		if cfg.url != "" {
+			// No SSE resumption: a proxy that died is noticed at once and
+			// the call is retried under its key on a new session.
+			t = &mcp.StreamableClientTransport{Endpoint: cfg.url, MaxRetries: -1}
+		} else {
+			cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
+			cmd.Stderr = stderr
+			t = &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}
+		}
+		return mcp.NewClient(impl, nil).Connect(ctx, t, nil)
+	}
+}
+
+func openLedger(ctx context.Context, target string) (ledger.Store, error) {
+	if postgres.IsURL(target) {
+		return postgres.Open(ctx, target, nil)
+	}
+	return sqlite.Open(ctx, target, nil)
+}
+
+// sweep expires dead leases until ctx ends.
+func sweep(ctx context.Context, store ledger.Store, every time.Duration) {
+	t := time.NewTicker(max(every, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		if _, err := store.ExpireLeases(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "agent: expiring leases:", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

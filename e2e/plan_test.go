@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func Example() {
+	// The suite draws every iteration from one seed, printed at the start
+	// of a run; MCPLEDGER_KILL_SEED replays it.
+	for _, p := range makePlans(7, 4, 150*time.Millisecond, "doc") {
+		fmt.Println(p)
+	}
+	// Output:
+	// #000 agent-http->proxy-http->payments kill proxy at 104ms, 4 keys
+	// #001 agent-stdio->proxy-http->payments kill proxy at 111ms, 3 keys
+	// #002 agent-http->proxy-stdio->payments kill proxy at 134ms, 4 keys
+	// #003 agent-stdio->proxy-http->payments kill payments at fault deliver-applied, 3 keys
+}
+
+func TestMakePlans(t *testing.T) {
+	const n = 400
+	a := makePlans(42, n, 150*time.Millisecond, "x")
+	if b := makePlans(42, n, 150*time.Millisecond, "x"); !reflect.DeepEqual(a, b) {
+		t.Fatalf("makePlans(42) differs between two calls; want the same plans for the same seed")
+	}
+	seen := map[string]bool{}
+	var topologies [2][2]int
+	var kills [victims]int
+	faults := 0
+	for _, p := range a {
+		topologies[b2i(p.AgentHTTP)][b2i(p.UpstreamHTTP)]++
+		kills[p.Victim]++
+		if p.Fault != "" {
+			faults++
+			if p.Victim != victimPayments || !p.UpstreamHTTP || p.Delay != 0 {
+				t.Errorf("plan %v: a fault hook kills only payments over HTTP", p)
+			}
+		}
+		if p.Delay < 0 || p.Delay >= 150*time.Millisecond {
+			t.Errorf("plan %v: delay %v outside [0, 150ms)", p, p.Delay)
+		}
+		if len(p.Keys) < 2 || len(p.Keys) > 4 {
+			t.Errorf("plan %v: %d keys; want 2 to 4", p, len(p.Keys))
+		}
+		for _, k := range p.Keys {
+			if seen[k] {
+				t.Errorf("key %s drawn twice", k)
+			}
+			seen[k] = true
+		}
+	}
+	// Every combination is exercised in a run of this length.
+	for i := range topologies {
+		for j := range topologies[i] {
+			if topologies[i][j] == 0 {
+				t.Errorf("no plan with agent-http=%v upstream-http=%v in %d", i == 1, j == 1, n)
+			}
+		}
+	}
+	for v, k := range kills {
+		if k == 0 {
+			t.Errorf("no plan kills %v in %d", victim(v), n)
+		}
+	}
+	if faults == 0 {
+		t.Errorf("no plan kills at a fault hook in %d", n)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestOwnerPID(t *testing.T) {
+	tests := []struct {
+		owner string
+		pid   int
+		ok    bool
+	}{
+		{"box:123:ab12", 123, true},
+		{"box:123", 123, true},
+		{"other:123:ab12", 0, false},
+		{"box:x:ab12", 0, false},
+		{"box:0:ab12", 0, false},
+		{"", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.owner, func(t *testing.T) {
+			pid, ok := ownerPID(tc.owner, "box")
+			if pid != tc.pid || ok != tc.ok {
+				t.Errorf("ownerPID(%q) = %d, %v; want %d, %v", tc.owner, pid, ok, tc.pid, tc.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+// Tenants of the two client-side ledgers; the payments server uses
+// server.DefaultTenant in its own SQLite ledger.
+const (
+	agentTenant = "agent"
+	proxyTenant = "proxy"
+)
+
+// world is the long-lived part of one half of the suite: the databases,
+// the HTTP servers kept running across iterations, and what the checks
+// read.
+type world struct {
+	t    *testing.T
+	bin  binaries
+	dir  string
+	name string // "sqlite" or "postgres"
+
+	// Ledgers: a SQLite path or a postgres:// URL each.
+	agentLedger, proxyLedger string
+	agentStore, proxyStore   ledger.Store
+	serverStore              *sqlite.Store
+
+	paymentsDB  string   // payments' own database; its ledger and downstream sit beside it
+	sqliteFiles []string // every SQLite file, for integrity_check
+	pay, down   *sql.DB  // read-only views for the checks
+	policy      string
+
+	// The HTTP servers: payments (also the dispatcher that drains the
+	// outbox between iterations), and two proxies for HTTP agents, one
+	// in front of a stdio payments child, one in front of payments' URL.
+	payPort, proxyStdioPort, proxyURLPort int
+	payHTTP, proxyStdio, proxyURL         *proc
+
+	counts *counts
+}
+
+func newWorld(t *testing.T, name, agentLedger, proxyLedger string, c *counts) *world {
+	t.Helper()
+	w := &world{t: t, bin: build(t), dir: t.TempDir(), name: name, counts: c,
+		agentLedger: agentLedger, proxyLedger: proxyLedger}
+	ctx := context.Background()
+	w.paymentsDB = filepath.Join(w.dir, "p.db")
+	w.sqliteFiles = []string{w.paymentsDB, filepath.Join(w.dir, "p.ledger.db"), filepath.Join(w.dir, "p.downstream.db")}
+	w.policy = filepath.Join(w.dir, "policy.json")
+	if err := os.WriteFile(w.policy, []byte(`{"version": 1, "rules": [{"tool": "*", "action": "allow", "note": "the kill suite pays without asking"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for _, l := range []struct {
+		target string
+		store  *ledger.Store
+	}{{agentLedger, &w.agentStore}, {proxyLedger, &w.proxyStore}} {
+		if postgres.IsURL(l.target) {
+			*l.store, err = postgres.Open(ctx, l.target, nil)
+		} else {
+			w.sqliteFiles = append(w.sqliteFiles, l.target)
+			*l.store, err = sqlite.Open(ctx, l.target, nil)
+		}
+		if err != nil {
+			t.Fatalf("open ledger: %v", err)
+		}
+		st := *l.store
+		t.Cleanup(func() { st.Close() })
+	}
+
+	w.payPort, w.proxyStdioPort, w.proxyURLPort = freePort(t), freePort(t), freePort(t)
+	w.startPayments("")
+	// payments created its databases; the checks read them from here on.
+	if w.serverStore, err = sqlite.Open(ctx, w.sqliteFiles[1], nil); err != nil {
+		t.Fatalf("open the payments ledger: %v", err)
+	}
+	t.Cleanup(func() { w.serverStore.Close() })
+	w.pay, w.down = openDB(t, w.sqliteFiles[0]), openDB(t, w.sqliteFiles[2])
+	t.Cleanup(w.stopAll)
+	return w
+}
+
+func openDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// paymentsArgs runs payments on the world's databases with short leases,
+// so a killed handler's record turns UNKNOWN and a killed delivery is
+// retried within a second.
+func (w *world) paymentsArgs() []string {
+	return []string{w.bin.payments, "-db", w.paymentsDB, "-lease", "500ms", "-delivery-lease", "500ms", "-wait", "2s"}
+}
+
+func (w *world) paymentsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/", w.payPort) }
+
+// startPayments (re)starts the HTTP payments server on its port, with
+// fault armed when not empty.
+func (w *world) startPayments(fault string) {
+	w.t.Helper()
+	argv := append(w.paymentsArgs(), "-http", fmt.Sprintf("127.0.0.1:%d", w.payPort))
+	w.payHTTP = start(w.t, "payments", []string{"PAYMENTS_FAULT=" + fault}, argv...)
+	w.ready(w.payHTTP, "listening on")
+}
+
+// ready waits for a server's "listening" line.
+func (w *world) ready(p *proc, line string) {
+	w.t.Helper()
+	if _, ok := p.log.waitLine(line, 30*time.Second, p.done); !ok {
+		p.stop()
+		w.t.Fatalf("%s did not start: no %q line; output:\n%s", p.name, line, p.log)
+	}
+}
+
+// proxyArgs is agentctl proxy in front of payments: over stdio (a child
+// per host session) or, with url, over HTTP. listen serves the host over
+// HTTP when not empty.
+func (w *world) proxyArgs(listen, url string) []string {
+	argv := []string{w.bin.agentctl, "--ledger", w.proxyLedger, "--tenant", proxyTenant, "proxy", "--policy", w.policy}
+	if listen != "" {
+		argv = append(argv, "--listen", listen)
+	}
+	if url != "" {
+		return append(argv, "--url", url)
+	}
+	return append(append(argv, "--"), w.paymentsArgs()...)
+}
+
+// startProxy (re)starts one of the two HTTP proxies.
+func (w *world) startProxy(upstreamHTTP bool) *proc {
+	w.t.Helper()
+	port, url, slot := w.proxyStdioPort, "", &w.proxyStdio
+	if upstreamHTTP {
+		port, url, slot = w.proxyURLPort, w.paymentsURL(), &w.proxyURL
+	}
+	p := start(w.t, "proxy", nil, w.proxyArgs(fmt.Sprintf("127.0.0.1:%d", port), url)...)
+	w.ready(p, "listening on")
+	*slot = p
+	return p
+}
+
+// proxyFor returns the running HTTP proxy an HTTP agent of plan p uses,
+// starting it when needed.
+func (w *world) proxyFor(p plan) *proc {
+	w.t.Helper()
+	cur := w.proxyStdio
+	if p.UpstreamHTTP {
+		cur = w.proxyURL
+	}
+	if cur == nil || cur.exited() {
+		cur = w.startProxy(p.UpstreamHTTP)
+	}
+	return cur
+}
+
+func (w *world) proxyEndpoint(upstreamHTTP bool) string {
+	port := w.proxyStdioPort
+	if upstreamHTTP {
+		port = w.proxyURLPort
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/", port)
+}
+
+// startAgent runs the agent for keys, appending to journal.
+func (w *world) startAgent(p plan, journal string, keys []string) *proc {
+	w.t.Helper()
+	argv := []string{w.bin.agent, "-ledger", w.agentLedger, "-tenant", agentTenant, "-journal", journal,
+		"-keys", strings.Join(keys, ","), "-lease", "500ms", "-wait", "3s", "-retry-for", "20s"}
+	if p.AgentHTTP {
+		w.proxyFor(p)
+		argv = append(argv, "-url", w.proxyEndpoint(p.UpstreamHTTP))
+	} else {
+		url := ""
+		if p.UpstreamHTTP {
+			url = w.paymentsURL()
+		}
+		argv = append(append(argv, "--"), w.proxyArgs("", url)...)
+	}
+	return start(w.t, "agent", nil, argv...)
+}
+
+func (w *world) stopAll() {
+	// Proxies first: their stdio payments children end with them.
+	for _, p := range []*proc{w.proxyStdio, w.proxyURL, w.payHTTP} {
+		if p != nil {
+			p.stop()
+		}
+	}
+}
