@@ -154,7 +154,9 @@ func (w *world) iterate(p plan) bool {
 	ctx := context.Background()
 	began := time.Now()
 	var marks []string
-	mark := func(what string) { marks = append(marks, fmt.Sprintf("%s@%dms", what, time.Since(began).Milliseconds())) }
+	mark := func(what string) {
+		marks = append(marks, fmt.Sprintf("%s@%dms", what, time.Since(began).Milliseconds()))
+	}
 	journalPath := filepath.Join(w.dir, fmt.Sprintf("journal-%03d.jsonl", p.N))
 	if w.payHTTP.exited() {
 		w.startPayments("")
