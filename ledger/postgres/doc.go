@@ -22,9 +22,11 @@
 //     then inserts.
 //   - Transitions are compare-and-set UPDATEs on state and lease owner.
 //   - Followers in this process are woken by the writer; followers in other
-//     processes by LISTEN/NOTIFY on the channel "mcpledger:<schema>" (the
-//     writer notifies once a record has left PROCESSING or
-//     PENDING_APPROVAL), with a bounded poll as the fallback.
+//     processes by LISTEN/NOTIFY on the channel "mcpledger:<schema>", with a
+//     bounded poll as the fallback. A follower marks the record it waits
+//     for, and only marked records are notified, after their commit:
+//     NOTIFY holds a database-wide lock through a transaction's commit,
+//     which would otherwise serialize every completion.
 //   - Every timestamp comes from Options.Now, never from the database clock.
 //   - ExpireLeases and Purge work in bounded batches with SKIP LOCKED.
 //   - While the server restarts, operations retry for Options.ReconnectFor.
