@@ -44,16 +44,22 @@ names one; the payments database always is.`,
 }
 
 func (a *app) demo(ctx context.Context, ownLedger bool) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the agentctl binary to start the payments server: %w", err)
+	}
+	return a.runDemo(ctx, ownLedger, exe, a.demoConfirmer())
+}
+
+// runDemo runs the story with exe as the agentctl that serves payments and
+// confirmer answering the sensitive calls.
+func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer confirm.Confirmer) error {
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "agentctl-demo-")
 	if err != nil {
 		return fmt.Errorf("creating the demo folder: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding the agentctl binary to start the payments server: %w", err)
-	}
 
 	var st ledger.Store
 	ledgerPath := filepath.Join(dir, "ledger.db")
@@ -88,7 +94,7 @@ func (a *app) demo(ctx context.Context, ownLedger bool) error {
 	run := randomID()
 	d := &demo{
 		a: a, ctx: ctx, out: story, exe: exe, payDB: payDB, store: st, bank: bank,
-		run: run, session: "demo-" + run, confirmer: a.demoConfirmer(),
+		run: run, session: "demo-" + run, confirmer: confirmer,
 	}
 	fmt.Fprintf(story, "mcpledger demo: an agent pays through the ledger while things go wrong.\n")
 	fmt.Fprintf(story, "ledger %s, session %s, payments server: %s %s\n", ledgerPath, d.session, filepath.Base(exe), demoPaymentsCmd)

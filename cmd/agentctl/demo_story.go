@@ -171,6 +171,21 @@ func (d *demo) pay(cl *client.Client, ctx context.Context, name string, args map
 	return op, out, err
 }
 
+// denied tells a denial (a person at the terminal said no) and reports
+// whether err was one; the story goes on without that payment.
+func (d *demo) denied(err error) bool {
+	ce, ok := errors.AsType[*client.Error](err)
+	if !ok || !errors.Is(err, client.ErrDenied) {
+		return false
+	}
+	reason := "no reason given"
+	if rec, gerr := d.store.Get(d.ctx, ledger.ID{Tenant: d.a.tenant, Tool: ce.Tool, Key: ce.Key}); gerr == nil && rec.Approval != nil {
+		reason = fmt.Sprintf("%s by %s", rec.Approval.Reason, rec.Approval.By)
+	}
+	d.say("-> denied (%s); nothing ran, and the ledger keeps the decision", reason)
+	return true
+}
+
 // paid tells the outcome of a payment that went through.
 func (d *demo) paid(op *demoOp, out *client.Outcome) {
 	how := fmt.Sprintf("%d attempt(s)", out.Attempts)
@@ -194,10 +209,9 @@ func (d *demo) sensitive() error {
 	if tool, err := d.tool(cl); err == nil {
 		_, why = confirm.Default().Explain(confirm.Tool{Name: tool.Name, Server: "payments", Annotations: tool.Annotations})
 	}
-	d.say("%s: a person decides first (%s)", describe(d.firstCall), why)
+	d.say("%s: the policy wants a person to decide (%s)", describe(d.firstCall), why)
 	op, out, err := d.pay(cl, d.ctx, "confirmed payment", d.firstCall)
-	if errors.Is(err, client.ErrDenied) {
-		d.say("-> denied; nothing ran")
+	if d.denied(err) {
 		return nil
 	}
 	if err != nil {
@@ -220,6 +234,9 @@ func (d *demo) lostAnswer() error {
 	args := payment(2500, "EUR", "initech")
 	d.say("%s with key demo-%s-lost; the network will drop the server's answer", describe(args), d.run)
 	op, out, err := d.pay(cl, client.WithKey(d.ctx, "demo-"+d.run+"-lost"), "lost answer", args)
+	if d.denied(err) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("demo step %d: %w", d.step, err)
 	}
@@ -237,6 +254,9 @@ func (d *demo) stalled() error {
 	args := payment(3000, "EUR", "umbrella")
 	d.say("%s; the bank takes 1.5 s, the agent waits 0.5 s per attempt", describe(args))
 	op, out, err := d.pay(cl, client.WithKey(d.ctx, "demo-"+d.run+"-stall"), "stalled server", args)
+	if d.denied(err) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("demo step %d: %w", d.step, err)
 	}
@@ -285,6 +305,9 @@ func (d *demo) crash() error {
 	key := "demo-" + d.run + "-crash"
 	d.say("%s with key %s; the server process dies right after it commits", describe(args), key)
 	op, _, err := d.pay(cl, client.WithKey(d.ctx, key), "crash and restart", args)
+	if d.denied(err) {
+		return nil
+	}
 	if !errors.Is(err, client.ErrOutcomeUnknown) {
 		return fmt.Errorf("demo step %d: want an unknown outcome, got %v", d.step, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
@@ -64,6 +65,34 @@ func TestDemo(t *testing.T) {
 		rec, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: r.Key})
 		if err != nil || rec.State != ledger.StateSucceeded || rec.Attempts != r.Attempts {
 			t.Errorf("record %s in --ledger = %+v, %v; want SUCCEEDED after %d attempts", r.Key, rec, err, r.Attempts)
+		}
+	}
+}
+
+// A person who says no to every payment: nothing is paid, the story goes
+// on to the end, and the table adds up.
+func TestDemoAllDenied(t *testing.T) {
+	agentctl, _ := binaries(t)
+	var out, story strings.Builder
+	a := &app{io: stdio{In: strings.NewReader(""), Out: &out, Err: &story}, getenv: func(string) string { return "" }, tenant: "default", json: true}
+	no := confirm.Static{Answer: confirm.Answer{Decision: ledger.DecisionDenied, By: "test", Reason: "not today"}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.runDemo(ctx, false, agentctl, no); err != nil {
+		t.Fatalf("runDemo with every payment denied = %v; want the story to end\n%s", err, story.String())
+	}
+	for _, want := range []string{"denied (not today by test)", "refused before anything was sent"} {
+		if !strings.Contains(story.String(), want) {
+			t.Errorf("story does not say %q:\n%s", want, story.String())
+		}
+	}
+	s := jsonLines[demoSummary](t, out.String())[0]
+	if s.Operations != 0 || s.Executions != 0 || s.UnknownFound != 0 {
+		t.Errorf("all denied: %d operations, %d executions, %d unknown; want 0 each", s.Operations, s.Executions, s.UnknownFound)
+	}
+	for _, r := range s.Rows {
+		if r.State != ledger.StateDenied || r.Executions != 0 {
+			t.Errorf("row %q: %s, %d executions; want DENIED, 0", r.Name, r.State, r.Executions)
 		}
 	}
 }
