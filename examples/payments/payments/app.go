@@ -14,6 +14,8 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/outbox"
 	"github.com/mcpledger/mcpledger/server"
@@ -27,8 +29,9 @@ const DefaultDailyLimitCents = 1_000_000
 type Config struct {
 	// DB is the payments database (SQLite file).
 	DB string
-	// Ledger is the idempotency ledger (default: DB with ".ledger.db" in
-	// place of ".db", beside it).
+	// Ledger is the idempotency ledger: a SQLite file (default: DB with
+	// ".ledger.db" in place of ".db", beside it) or a postgres:// URL that
+	// several replicas share.
 	Ledger string
 	// Downstream is the database of the downstream that receives
 	// payment.created (default: DB with ".downstream.db").
@@ -66,7 +69,7 @@ func (c Config) Paths() Config {
 type App struct {
 	cfg    Config
 	db     *sql.DB
-	ledger *sqlite.Store
+	ledger ledger.Store
 	guard  *server.Guard
 	down   *Downstream
 	disp   *outbox.Dispatcher
@@ -108,7 +111,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := migrate(ctx, a.db); err != nil {
 		return nil, err
 	}
-	if a.ledger, err = sqlite.Open(ctx, cfg.Ledger, nil); err != nil {
+	if a.ledger, err = openLedger(ctx, cfg.Ledger); err != nil {
 		return nil, fmt.Errorf("payments: ledger: %w", err)
 	}
 	if a.down, err = OpenDownstream(ctx, cfg.Downstream); err != nil {
@@ -170,7 +173,25 @@ func (a *App) Server() *mcp.Server { return a.srv }
 func (a *App) Guard() *server.Guard { return a.guard }
 
 // Ledger is the guard's ledger.
-func (a *App) Ledger() *sqlite.Store { return a.ledger }
+func (a *App) Ledger() ledger.Store { return a.ledger }
+
+// openLedger opens a PostgreSQL ledger for a postgres:// URL (replicas
+// share it) and an embedded SQLite file otherwise. The concrete stores are
+// returned through their own variables so a failed open leaves no typed nil.
+func openLedger(ctx context.Context, where string) (ledger.Store, error) {
+	if postgres.IsURL(where) {
+		st, err := postgres.Open(ctx, where, nil)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(ctx, where, nil)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
 
 // DB is the payments database.
 func (a *App) DB() *sql.DB { return a.db }
