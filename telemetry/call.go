@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -26,7 +25,7 @@ type Call struct {
 	span  trace.Span
 	tool  string
 	start time.Time
-	attrs metric.MeasurementOption // tool and side
+	attrs *toolAttrs
 
 	waited   atomic.Bool
 	unknown  atomic.Bool // this call turned its record UNKNOWN
@@ -42,17 +41,9 @@ type callKey struct{}
 // on the client side, a server span on the server side, child of whatever
 // span ctx carries) and returns ctx holding both.
 func (t *Telemetry) Start(ctx context.Context, tool string) (context.Context, *Call) {
-	kind := trace.SpanKindClient
-	if t.side == ledger.SideServer {
-		kind = trace.SpanKindServer
-	}
-	toolKV := AttrTool.String(tool)
-	ctx, span := t.tracer.Start(ctx, "tools/call "+tool, trace.WithSpanKind(kind),
-		trace.WithAttributes(AttrMethod.String("tools/call"), toolKV, t.sideKV))
-	c := &Call{
-		t: t, span: span, tool: tool, start: t.now(),
-		attrs: metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV)),
-	}
+	a := t.attrs(tool)
+	ctx, span := t.tracer.Start(ctx, a.spanName, a.spanStart...)
+	c := &Call{t: t, span: span, tool: tool, start: t.now(), attrs: a}
 	return context.WithValue(ctx, callKey{}, c), c
 }
 
@@ -69,7 +60,7 @@ func (c *Call) InProgressWait(ctx context.Context) {
 		return
 	}
 	c.waited.Store(true)
-	c.t.inProgressWaits.Add(ctx, 1, c.attrs)
+	c.t.inProgressWaits.Add(ctx, 1, c.attrs.base)
 	c.span.AddEvent("in_progress_wait")
 }
 
@@ -151,21 +142,23 @@ func (c *Call) End(ctx context.Context, r Result) {
 	if c.bypass.Load() {
 		return
 	}
-	t.calls.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), t.sideKV, AttrOutcome.String(string(r.Outcome))))
+	a := c.attrs
+	toolKV := AttrTool.String(c.tool)
+	t.calls.Add(ctx, 1, option(a.calls, r.Outcome, toolKV, t.sideKV, AttrOutcome.String(string(r.Outcome))))
 	switch r.Outcome {
 	case ledger.OutcomeReplayed:
-		t.duplicateHits.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), t.sideKV, AttrState.String(string(r.State))))
-		t.replayDuration.Record(ctx, elapsed.Seconds(), c.attrs)
+		t.duplicateHits.Add(ctx, 1, option(a.hits, r.State, toolKV, t.sideKV, AttrState.String(string(r.State))))
+		t.replayDuration.Record(ctx, elapsed.Seconds(), a.base)
 	case ledger.OutcomeKeyConflict:
-		t.keyConflicts.Add(ctx, 1, c.attrs)
+		t.keyConflicts.Add(ctx, 1, a.base)
 	case ledger.OutcomeInProgress:
-		t.inProgressTimeouts.Add(ctx, 1, c.attrs)
+		t.inProgressTimeouts.Add(ctx, 1, a.base)
 	}
 	if r.Duplicate && t.side == ledger.SideServer {
-		t.downstreamDuplicates.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool), t.sideKV, AttrReason.String(string(r.Outcome))))
+		t.downstreamDuplicates.Add(ctx, 1, option(a.dups, r.Outcome, toolKV, t.sideKV, AttrReason.String(string(r.Outcome))))
 	}
 	if attempts > 0 {
-		t.attempts.Record(ctx, int64(attempts), c.attrs)
+		t.attempts.Record(ctx, int64(attempts), a.base)
 	}
 	if t.events != nil && r.Tenant != "" {
 		t.events.add(ledger.Event{

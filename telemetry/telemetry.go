@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -90,6 +92,10 @@ type Telemetry struct {
 	now     func() time.Time
 	events  *eventWriter // nil: no event log
 	dropped metric.Int64Counter
+
+	// tools caches *toolAttrs by tool name; toolCount bounds it.
+	tools     sync.Map
+	toolCount atomic.Int64
 
 	calls                metric.Int64Counter
 	duplicateHits        metric.Int64Counter
