@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -126,4 +127,33 @@ func TestNilCallIsANoOp(t *testing.T) {
 	if c.Waited() || c.Unknown() || c.Ran() {
 		t.Fatalf("nil Call reports something recorded")
 	}
+}
+
+// FuzzExtract: whatever _meta holds, Extract never fails the call, and a
+// context it accepts carries ids taken from the traceparent that travel
+// unchanged through Inject.
+func FuzzExtract(f *testing.F) {
+	f.Add(parent, "vendor=abc")
+	f.Add("00-"+traceHex+"-"+spanHex+"-00", "")
+	f.Add("ff-"+traceHex+"-"+spanHex+"-01", "a=b,c=d")
+	f.Add("00-xyz-abc-01", "=")
+	f.Fuzz(func(t *testing.T, tp, ts string) {
+		ctx := telemetry.Extract(context.Background(), mcp.Meta{telemetry.MetaTraceParent: tp, telemetry.MetaTraceState: ts})
+		tid, sid := telemetry.IDs(ctx)
+		if (tid == "") != (sid == "") {
+			t.Fatalf("IDs = %q, %q; want both or neither", tid, sid)
+		}
+		if tid == "" {
+			return
+		}
+		if !strings.Contains(tp, tid) || !strings.Contains(tp, sid) {
+			t.Fatalf("IDs %q, %q do not come from traceparent %q", tid, sid, tp)
+		}
+		meta := mcp.Meta{}
+		telemetry.Inject(ctx, meta)
+		again := telemetry.Extract(context.Background(), meta)
+		if t2, s2 := telemetry.IDs(again); t2 != tid || s2 != sid {
+			t.Fatalf("after Inject and Extract IDs = %q, %q; want %q, %q", t2, s2, tid, sid)
+		}
+	})
 }
