@@ -195,6 +195,14 @@ func listenLoopback(addr string) (net.Listener, error) {
 func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listener) error {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.Server() }, nil)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// A host's event stream stays open as long as its session: close the
+	// sessions, each once its calls in flight have returned, so Shutdown
+	// can finish.
+	srv.RegisterOnShutdown(func() {
+		for ss := range p.Server().Sessions() {
+			go ss.Close()
+		}
+	})
 	fmt.Fprintf(a.io.Err, "agentctl proxy: listening on http://%s/ for %s\n", ln.Addr(), p.Upstream())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -203,10 +211,13 @@ func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listene
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("stopping the HTTP server: %w", err)
+		// Asked to stop, it stops: calls still running are cut off, and
+		// the ledger keeps what is known of them.
+		fmt.Fprintf(a.io.Err, "agentctl proxy: stopped with requests still running: %v\n", err)
+		return srv.Close()
 	}
 	return nil
 }

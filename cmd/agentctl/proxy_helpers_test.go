@@ -180,6 +180,7 @@ func (ev *hostEvents) next(t *testing.T, prefix string) string {
 func listeningProxy(t *testing.T, env []string, args ...string) string {
 	t.Helper()
 	cmd := proxyCommand(t, env, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)
+	var log proxyLog
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
@@ -194,9 +195,11 @@ func listeningProxy(t *testing.T, env []string, args ...string) string {
 			t.Errorf("agentctl proxy after SIGTERM: %v; want exit 0", err)
 		}
 		pw.Close()
+		if t.Failed() {
+			t.Logf("agentctl proxy stderr:\n%s", log.String())
+		}
 	})
 	lines := make(chan string, 1)
-	var log proxyLog
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
