@@ -128,8 +128,14 @@ func TestProxyLostResponse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			child := mcptest.Command(t, opts)
-			cs, _ := connectStdioHost(t, proxyEnv(t, child.Env[len(child.Env)-2:]...), nil, "--", exe, "-test.run=^$")
+			// The proxy passes its environment on to the upstream it starts.
+			var childEnv []string
+			for _, kv := range mcptest.Command(t, opts).Env {
+				if strings.HasPrefix(kv, "MCPTEST_") {
+					childEnv = append(childEnv, kv)
+				}
+			}
+			cs, _ := connectStdioHost(t, proxyEnv(t, childEnv...), nil, "--", exe, "-test.run=^$")
 			return cs
 		}},
 		{"http", func(t *testing.T, s *mcptest.Server, _ *mcptest.Options) *mcp.ClientSession {
