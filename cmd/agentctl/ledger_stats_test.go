@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -159,5 +161,40 @@ func TestLedgerStatsUsage(t *testing.T) {
 	missing := map[string]string{"MCPLEDGER_LEDGER": path + ".missing", "HOME": env["HOME"]}
 	if o := inProcess(t, missing, nil, "ledger", "stats"); o.code == exitOK {
 		t.Fatalf("ledger stats on a missing ledger exited 0; want an error")
+	}
+}
+
+func TestLedgerStatsPostgres(t *testing.T) {
+	url := pgtest.Schema(t)
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatalf("postgres.Open = %v", err)
+	}
+	now := time.Now()
+	events := []ledger.Event{
+		{Tenant: "default", Tool: "create_payment", Side: ledger.SideClient, Outcome: ledger.OutcomeSucceeded, At: now},
+		{Tenant: "default", Tool: "create_payment", Side: ledger.SideClient, Outcome: ledger.OutcomeReplayed, Latency: 3 * time.Millisecond, Duplicate: true, At: now},
+		{Tenant: "default", Tool: "create_payment", Side: ledger.SideServer, Outcome: ledger.OutcomeReplayed, Latency: time.Millisecond, Duplicate: true, At: now},
+		{Tenant: "default", Tool: "create_payment", Side: ledger.SideServer, Outcome: ledger.OutcomeKeyConflict, At: now},
+	}
+	if err := st.AppendEvents(ctx, events); err != nil {
+		t.Fatalf("AppendEvents = %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	o := inProcess(t, map[string]string{"MCPLEDGER_LEDGER": url}, nil, "--json", "ledger", "stats")
+	o.wantExit(t, exitOK)
+	got := jsonLines[statsOutput](t, o.stdout)
+	want := statsOutput{Calls: 4, DuplicateHits: 2, DuplicateHitRate: 0.5, KeyConflicts: 1, KeyConflictRate: 0.25,
+		DownstreamDuplicates: 1, ReplayP50Seconds: 0.001, ReplayP99Seconds: 0.003}
+	if len(got) != 1 {
+		t.Fatalf("ledger stats printed %d objects; want 1", len(got))
+	}
+	g := got[0]
+	g.Tenant, g.Since = "", time.Time{}
+	if g != want {
+		t.Fatalf("ledger stats on PostgreSQL =\n%+v; want\n%+v", g, want)
 	}
 }
