@@ -99,6 +99,9 @@ func (v *view) String() string {
 		if v.answer.Reconciled {
 			ans += "(reconciled)"
 		}
+		if msg := v.answer.Error; msg != "" {
+			ans += " [" + msg + "]"
+		}
 	}
 	return fmt.Sprintf("%s: issued=%v answer=%s paid=%d applied=%d ledgers agent=%s proxy=%s server=%s",
 		v.key, v.issued, ans, v.paid, v.applied, state(v.agent), state(v.proxy), state(v.server))
