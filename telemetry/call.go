@@ -54,12 +54,12 @@ func CallFrom(ctx context.Context) *Call {
 }
 
 // InProgressWait records that the call is about to wait for another
-// caller's execution of the same key.
+// caller's execution of the same key. A call that waits several times
+// (a server re-checking a lease between waits) counts once.
 func (c *Call) InProgressWait(ctx context.Context) {
-	if c == nil {
+	if c == nil || !c.waited.CompareAndSwap(false, true) {
 		return
 	}
-	c.waited.Store(true)
 	c.t.inProgressWaits.Add(ctx, 1, c.attrs.base)
 	c.span.AddEvent("in_progress_wait")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/telemetry"
 )
 
@@ -299,6 +300,38 @@ func TestInstruments(t *testing.T) {
 			},
 			want: []want{
 				{telemetry.MetricUnknown, []string{"side=server", "reason=lease_expired", "tool="}, 1},
+			},
+		},
+		{
+			name: "a duplicate finds a dead owner's lease",
+			opts: func() *rigOptions { return &rigOptions{server: &server.Options{InProgressWait: time.Minute}} },
+			run: func(t *testing.T, r *rig) {
+				fp, err := ledger.Fingerprint([]byte(`{"amount":5,"payee":"bob"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A server process that claimed the key and died: its lease
+				// runs out while the duplicate waits.
+				_, err = r.sstore.Claim(context.Background(), ledger.ClaimRequest{
+					ID:          ledger.ID{Tenant: tenant, Tool: "pay", Key: key},
+					Fingerprint: fp, Owner: "dead-process", Lease: time.Second,
+				})
+				if err != nil {
+					t.Fatalf("Claim = %v", err)
+				}
+				callErr(t, r.client, keyed(), 5, client.ErrOutcomeUnknown)
+				if n := r.runs.Load(); n != 0 {
+					t.Fatalf("pay ran %d times; want 0", n)
+				}
+			},
+			want: []want{
+				{telemetry.MetricCalls, []string{"side=client", "outcome=unknown"}, 1},
+				{telemetry.MetricCalls, []string{"side=server", "outcome=unknown"}, 1},
+				{telemetry.MetricInProgressWaits, []string{"side=server"}, 1},
+				{telemetry.MetricUnknown, []string{"side=server", "reason=lease_expired", "tool="}, 1},
+				{telemetry.MetricUnknown, []string{"side=client", "reason=server_outcome_unknown"}, 1},
+				{telemetry.MetricDownstreamDuplicates, []string{"side=server", "reason=unknown"}, 1},
+				{telemetry.MetricAttempts, []string{"side=client"}, 1},
 			},
 		},
 		{
