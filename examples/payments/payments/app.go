@@ -229,6 +229,12 @@ func (a *App) Close() error {
 		if a.down != nil {
 			errs = append(errs, a.down.Close())
 		}
+		if a.guard != nil {
+			// Writes the call events still queued, before the ledger closes.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, a.guard.Close(ctx))
+			cancel()
+		}
 		if a.ledger != nil {
 			errs = append(errs, a.ledger.Close())
 		}
