@@ -14,6 +14,7 @@
 //	mcp.AddTool(s, createPaymentTool, createPayment)
 //	s.AddReceivingMiddleware(g.Middleware())
 //	go g.Run(ctx) // turns dead leases UNKNOWN, purges expired records
+//	defer g.Close(ctx) // writes the call events still queued (ledger stats)
 //
 // Clients send the key in params._meta["io.github.mcpledger/idempotency-key"]
 // or, when the tool's input schema declares it, as the idempotency_key
