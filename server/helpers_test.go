@@ -194,4 +194,3 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
