@@ -157,14 +157,18 @@ func (w *world) look(ctx context.Context, journalPath string, keys []string) (ma
 	return views, nil
 }
 
-// waitApplied waits until the downstream applied every payment of keys:
-// delivery is asynchronous (the outbox dispatcher polls), so a committed
-// payment reaches it a moment later, and after a kill once a delivery
-// lease ran out.
-func (w *world) waitApplied(ctx context.Context, keys []string, d time.Duration) error {
+// waitDrained waits until the outbox delivered every event and the
+// downstream applied every payment of keys. Delivery is asynchronous (the
+// dispatcher polls), and after a kill mid-delivery the event is delivered
+// again once its delivery lease ran out: only a drained outbox shows
+// whether that second delivery was applied twice.
+func (w *world) waitDrained(ctx context.Context, keys []string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
-		var missing []string
+		var pending, missing int
+		if err := w.pay.QueryRowContext(ctx, `SELECT count(*) FROM mcpledger_outbox WHERE delivered_at IS NULL AND dead_at IS NULL`).Scan(&pending); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
 		for _, k := range keys {
 			var paid, applied int
 			if err := w.pay.QueryRowContext(ctx, `SELECT count(*) FROM payments WHERE idempotency_key = ?`, k).Scan(&paid); err != nil {
@@ -174,14 +178,14 @@ func (w *world) waitApplied(ctx context.Context, keys []string, d time.Duration)
 				return err
 			}
 			if applied < paid {
-				missing = append(missing, k)
+				missing++
 			}
 		}
-		if len(missing) == 0 {
-			return nil
+		if pending == 0 && missing == 0 {
+			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the downstream did not apply the payments of %v within %v", missing, d)
+			return fmt.Errorf("after %v the outbox still has %d undelivered events and %d payments of %v are not applied", d, pending, missing, keys)
 		}
 		t := time.NewTimer(50 * time.Millisecond)
 		select {
@@ -191,6 +195,14 @@ func (w *world) waitApplied(ctx context.Context, keys []string, d time.Duration)
 		case <-t.C:
 		}
 	}
+	var dead int
+	if err := w.pay.QueryRowContext(ctx, `SELECT count(*) FROM mcpledger_outbox WHERE dead_at IS NOT NULL`).Scan(&dead); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if dead != 0 {
+		return fmt.Errorf("the outbox gave up on %d events: their payments never reach the downstream", dead)
+	}
+	return nil
 }
 
 // check holds the promise for every view and returns what is broken.
@@ -339,15 +351,25 @@ func (w *world) integrity(ctx context.Context) error {
 	return nil
 }
 
-// duplicates counts, over the whole downstream, payments applied more
-// than once and keys with more than one payment.
-func (w *world) duplicates(ctx context.Context) (int, error) {
-	var n, m int
-	if err := w.down.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT payment_id FROM applied GROUP BY payment_id HAVING count(*) > 1)`).Scan(&n); err != nil {
-		return 0, err
+// duplicates lists, over the whole downstream, payments applied more than
+// once and keys applied more than once.
+func (w *world) duplicates(ctx context.Context) ([]string, error) {
+	rows, err := w.down.QueryContext(ctx, `
+		SELECT 'payment ' || payment_id, count(*) FROM applied GROUP BY payment_id HAVING count(*) > 1
+		UNION ALL
+		SELECT 'key ' || idempotency_key, count(*) FROM applied GROUP BY idempotency_key HAVING count(*) > 1`)
+	if err != nil {
+		return nil, fmt.Errorf("downstream duplicates: %w", err)
 	}
-	if err := w.down.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT idempotency_key FROM applied GROUP BY idempotency_key HAVING count(*) > 1)`).Scan(&m); err != nil {
-		return 0, err
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var what string
+		var n int
+		if err := rows.Scan(&what, &n); err != nil {
+			return nil, fmt.Errorf("downstream duplicates: %w", err)
+		}
+		out = append(out, fmt.Sprintf("%s applied %d times", what, n))
 	}
-	return n + m, nil
+	return out, rows.Err()
 }

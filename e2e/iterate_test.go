@@ -54,7 +54,7 @@ func (w *world) iterate(p plan) bool {
 		return false
 	}
 	w.reap(p, 0)
-	if err := w.waitApplied(ctx, p.Keys, 20*time.Second); err != nil {
+	if err := w.waitDrained(ctx, p.Keys, 20*time.Second); err != nil {
 		t.Errorf("%v: %v", p, err)
 		return false
 	}
@@ -83,6 +83,10 @@ func (w *world) iterate(p plan) bool {
 		if !w.runAgent(p, journalPath, p.Keys) {
 			return false
 		}
+		if err := w.waitDrained(ctx, p.Keys, 20*time.Second); err != nil {
+			t.Errorf("%v: %v", p, err)
+			return false
+		}
 		if views, err = w.look(ctx, journalPath, p.Keys); err != nil {
 			t.Errorf("%v: %v", p, err)
 			return false
@@ -96,6 +100,10 @@ func (w *world) iterate(p plan) bool {
 	dups, err := w.duplicates(ctx)
 	if err != nil {
 		t.Errorf("%v: %v", p, err)
+		ok = false
+	}
+	if len(dups) > 0 {
+		t.Errorf("%v: the downstream applied twice: %v", p, dups)
 		ok = false
 	}
 	after := summarize(views)
@@ -115,7 +123,7 @@ func (w *world) iterate(p plan) bool {
 		c.reconciled += reconciled
 		c.unresolved += before.unresolved
 		c.staleAgent += after.stale
-		c.duplicates = dups
+		c.duplicates = len(dups)
 	})
 	if testing.Verbose() {
 		t.Logf("%v: killed=%v unresolved=%d UNKNOWN=%d reconciled=%d in %v",
@@ -180,7 +188,7 @@ func (w *world) kill(p plan, agent *proc) bool {
 		w.startPayments("")
 		return true
 	}
-	if _, ok := agent.log.waitLine("agent: issued", 30*time.Second, agent.done); !ok {
+	if _, ok := agent.log.waitLine("agent: issued "+p.Keys[p.After], 30*time.Second, agent.done); !ok {
 		return false
 	}
 	timer := time.NewTimer(p.Delay)

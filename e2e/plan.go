@@ -43,8 +43,10 @@ type plan struct {
 	// (PAYMENTS_FAULT point=kill); only with UpstreamHTTP, where the suite
 	// starts payments and can restart it without the fault.
 	Fault string
-	// Delay is how long after the agent issued its first key the victim is
-	// killed, when Fault is empty.
+	// When Fault is empty, the victim is killed Delay after the agent
+	// issued Keys[After]: timed from the agent's own progress, the kill
+	// lands inside the run however fast the machine is.
+	After int
 	Delay time.Duration
 	Keys  []string
 }
@@ -67,12 +69,13 @@ func makePlans(seed uint64, n int, window time.Duration, tag string) []plan {
 		}
 		// A third of the payments kills over HTTP land on a fault hook:
 		// the exact points where a crash is most likely to double-pay.
+		keys := 2 + rng.IntN(3)
 		if p.Victim == victimPayments && p.UpstreamHTTP && rng.IntN(3) == 0 {
 			p.Fault = faultPoints[rng.IntN(len(faultPoints))]
 		} else {
+			p.After = rng.IntN(keys)
 			p.Delay = time.Duration(rng.Int64N(int64(window)))
 		}
-		keys := 2 + rng.IntN(3)
 		for k := range keys {
 			p.Keys = append(p.Keys, fmt.Sprintf("kill.%s.i%03d.k%d", tag, i, k))
 		}
@@ -88,7 +91,7 @@ func (p plan) String() string {
 		}
 		return "stdio"
 	}
-	at := p.Delay.Round(time.Millisecond).String()
+	at := fmt.Sprintf("%v after key %d", p.Delay.Round(time.Millisecond), p.After)
 	if p.Fault != "" {
 		at = "fault " + p.Fault
 	}

@@ -10,20 +10,20 @@ import (
 func Example() {
 	// The suite draws every iteration from one seed, printed at the start
 	// of a run; MCPLEDGER_KILL_SEED replays it.
-	for _, p := range makePlans(7, 4, 150*time.Millisecond, "doc") {
+	for _, p := range makePlans(7, 4, killWindow, "doc") {
 		fmt.Println(p)
 	}
 	// Output:
-	// #000 agent-http->proxy-http->payments kill proxy at 104ms, 4 keys
-	// #001 agent-stdio->proxy-http->payments kill proxy at 111ms, 3 keys
-	// #002 agent-http->proxy-stdio->payments kill proxy at 134ms, 4 keys
-	// #003 agent-stdio->proxy-http->payments kill payments at fault deliver-applied, 3 keys
+	// #000 agent-http->proxy-http->payments kill proxy at 20ms after key 1, 4 keys
+	// #001 agent-http->proxy-http->payments kill payments at 11ms after key 0, 3 keys
+	// #002 agent-stdio->proxy-stdio->payments kill agent at 6ms after key 2, 3 keys
+	// #003 agent-http->proxy-http->payments kill payments at 11ms after key 1, 2 keys
 }
 
 func TestMakePlans(t *testing.T) {
 	const n = 400
-	a := makePlans(42, n, 150*time.Millisecond, "x")
-	if b := makePlans(42, n, 150*time.Millisecond, "x"); !reflect.DeepEqual(a, b) {
+	a := makePlans(42, n, 40*time.Millisecond, "x")
+	if b := makePlans(42, n, 40*time.Millisecond, "x"); !reflect.DeepEqual(a, b) {
 		t.Fatalf("makePlans(42) differs between two calls; want the same plans for the same seed")
 	}
 	seen := map[string]bool{}
@@ -39,8 +39,11 @@ func TestMakePlans(t *testing.T) {
 				t.Errorf("plan %v: a fault hook kills only payments over HTTP", p)
 			}
 		}
-		if p.Delay < 0 || p.Delay >= 150*time.Millisecond {
-			t.Errorf("plan %v: delay %v outside [0, 150ms)", p, p.Delay)
+		if p.Delay < 0 || p.Delay >= 40*time.Millisecond {
+			t.Errorf("plan %v: delay %v outside [0, 40ms)", p, p.Delay)
+		}
+		if p.After < 0 || p.After >= len(p.Keys) {
+			t.Errorf("plan %v: kill after key %d of %d", p, p.After, len(p.Keys))
 		}
 		if len(p.Keys) < 2 || len(p.Keys) > 4 {
 			t.Errorf("plan %v: %d keys; want 2 to 4", p, len(p.Keys))
