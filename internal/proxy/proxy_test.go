@@ -15,6 +15,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/internal/proxy"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/server"
 )
@@ -117,12 +118,11 @@ func TestHostKey(t *testing.T) {
 	if m, ok := replayMarker(again); !ok || m.Key != "note-7" {
 		t.Errorf("same key again = marker %+v, %v; want a replay of note-7", m, ok)
 	}
-	reused := h.call(t, "add_note", map[string]any{"text": "butter"}, key)
-	if !reused.IsError || !strings.Contains(resultText(reused), "different arguments") {
-		t.Errorf("key reused = %q (isError %v); want an error result about different arguments", resultText(reused), reused.IsError)
-	}
-	if k, s := errorMeta(reused); k != "note-7" {
-		t.Errorf("error marker = %q, %q; want key note-7", k, s)
+	// A host that sends keys is answered like a key-aware server: with
+	// the wire error its client classifies, not a result it would store.
+	_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"text": "butter"}, Meta: key})
+	if retry.Reason(err) != retry.ReasonKeyReused || retry.Classify(err) != retry.Permanent {
+		t.Errorf("key reused = %v; want -31001 key_reused", err)
 	}
 	if n := u.notes.Load(); n != 1 {
 		t.Errorf("add_note ran %d times; want 1", n)

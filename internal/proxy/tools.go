@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/retry"
 )
 
 // MetaError is the _meta entry of a call the ledger answered with an error
@@ -127,11 +129,18 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		params.Arguments = req.Params.Arguments
 	}
 	// A host that sends its own key gets exactly that operation.
-	if key, ok := req.Params.Meta[client.MetaKey].(string); ok && key != "" {
+	key, keyed := req.Params.Meta[client.MetaKey].(string)
+	keyed = keyed && key != ""
+	if keyed {
 		ctx = client.WithKey(ctx, key)
 	}
 	out, err := c.Call(withRequest(ctx, req), params)
 	if err != nil {
+		if keyed {
+			if je := wireError(err); je != nil {
+				return nil, je
+			}
+		}
 		return p.callError(ctx, req.Params.Name, err)
 	}
 	return out.Result, nil
@@ -193,4 +202,31 @@ func (p *Proxy) storedRequestError(ctx context.Context, ce *client.Error) *jsonr
 
 func errorResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// wireError answers a host that sent its own key (an mcpledger client, or
+// any key-aware agent) the way a key-aware server would: with the -3100x
+// errors of the wire conventions, which its client classifies and records
+// (an isError result would be recorded as a final FAILED). Outcomes
+// without a wire error (a denial, a tool error) return nil.
+func wireError(err error) *jsonrpc.Error {
+	var ce *client.Error
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	msg := ce.Text
+	if msg == "" {
+		msg = err.Error()
+	}
+	switch {
+	case errors.Is(err, ledger.ErrKeyReused):
+		return retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		return retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, msg, 0)
+	case errors.Is(err, ledger.ErrInProgress), errors.Is(err, client.ErrNotSent):
+		// Not sent is as good as in progress to the host: nothing ran,
+		// and the same key may be sent again later.
+		return retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, msg, time.Second)
+	}
+	return nil
 }
