@@ -31,12 +31,8 @@ func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) 
 	}
 	if rec.State.Waiting() {
 		telemetry.CallFrom(ctx).InProgressWait(ctx)
-		wctx, cancel := context.WithTimeout(ctx, c.opts.InProgressWait)
-		latest, err := c.store.Wait(wctx, ledger.ID{Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key})
-		cancel()
-		if latest != nil {
-			rec = latest
-		}
+		latest, err := c.await(ctx, rec)
+		rec = latest
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, c.fail(op, rec, ctx.Err())
@@ -51,6 +47,9 @@ func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) 
 	case ledger.StateSucceeded, ledger.StateFailed:
 		return c.replay(op, rec)
 	case ledger.StateUnknown:
+		if c.canResend(op, rec) {
+			return c.resend(ctx, op, rec)
+		}
 		return nil, c.fail(op, rec, ErrOutcomeUnknown)
 	case ledger.StateDenied:
 		return nil, c.fail(op, rec, ErrDenied)
