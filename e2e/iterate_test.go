@@ -107,6 +107,12 @@ func (w *world) iterate(p plan) bool {
 		ok = false
 	}
 	after := summarize(views)
+	if after.stale > 0 {
+		// The proxy answers a caller that sends keys with the wire errors,
+		// so the agent's ledger must never hold an unknown outcome as FAILED.
+		t.Errorf("%v: %d keys' unknown outcomes were stored FAILED by the agent", p, after.stale)
+		ok = false
+	}
 	w.counts.add(func(c *counts) {
 		c.iterations++
 		if killed {
