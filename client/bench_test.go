@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/mcptest"
 )
@@ -64,6 +65,30 @@ func BenchmarkCallToolReplay(b *testing.B) {
 	for range b.N {
 		o, err := c.Call(ctx, write("r", 1))
 		if err != nil || !o.Replayed {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStoreClaimComplete is the ledger's own part of a new operation
+// (claim, then SUCCEEDED with a small result) on the same store settings as
+// BenchmarkCallToolLedger: what the wrapper adds beyond it and the bare call
+// is the wrapper's own cost.
+func BenchmarkStoreClaimComplete(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	result := []byte(`{"content":[{"type":"text","text":"ok"}]}`)
+	b.ResetTimer()
+	for i := range b.N {
+		id := ledger.ID{Tenant: "default", Tool: "write", Key: fmt.Sprintf("k%d", i)}
+		if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "bench", Result: result}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -80,9 +80,6 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	if op.fp, err = ledger.Fingerprint(args, c.opts.Exclude[p.Name]...); err != nil {
 		return nil, err
 	}
-	if op.redacted, err = ledger.Redact(args); err != nil {
-		return nil, err
-	}
 	op.id = ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name}
 	if err := ledger.ValidateTenant(op.id.Tenant); err != nil {
 		return nil, err
@@ -236,4 +233,18 @@ func annotations(op *operation) *mcp.ToolAnnotations {
 		return nil
 	}
 	return op.tool.Annotations
+}
+
+// redact returns the arguments as stored and shown to a person, with
+// secret-looking values replaced. Only claims and prompts need them, so a
+// replay never pays for it.
+func (op *operation) redact() (json.RawMessage, error) {
+	if op.redacted == nil {
+		r, err := ledger.Redact(op.args)
+		if err != nil {
+			return nil, err
+		}
+		op.redacted = r
+	}
+	return op.redacted, nil
 }

@@ -111,6 +111,9 @@ type Client struct {
 
 	// flights shares one execution among same-key calls in this process.
 	flights singleflight.Group
+	// keyArg caches, per *mcp.Tool, whether its schema declares the key
+	// argument.
+	keyArg sync.Map
 
 	// mu guards session and tools.
 	mu      sync.Mutex
@@ -218,6 +221,7 @@ func (c *Client) ToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
 	c.mu.Lock()
 	c.tools = nil
 	c.mu.Unlock()
+	c.keyArg.Clear()
 }
 
 // keyAware reports whether the server advertises the idempotency
@@ -277,6 +281,7 @@ func (c *Client) tool(ctx context.Context, name string) (*mcp.Tool, error) {
 		c.tools, c.toolsAt = fresh, c.opts.Now()
 	}
 	c.mu.Unlock()
+	c.keyArg.Clear() // the old definitions are gone
 	return fresh[name], nil
 }
 

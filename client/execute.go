@@ -24,12 +24,16 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		}
 		ask = !ok
 	}
+	redacted, err := op.redact()
+	if err != nil {
+		return nil, err
+	}
 	traceID, spanID := telemetry.IDs(ctx)
 	cl, err := c.store.Claim(ctx, ledger.ClaimRequest{
 		ID:            op.id,
 		Session:       c.opts.Session,
 		Fingerprint:   op.fp,
-		Arguments:     op.redacted,
+		Arguments:     redacted,
 		Owner:         c.opts.Owner,
 		Lease:         c.opts.Lease,
 		NeedsApproval: ask || verdict == confirm.Deny,
@@ -121,6 +125,10 @@ func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (co
 	if err != nil {
 		return confirm.Answer{}, fmt.Errorf("client: earlier attempts: %w", err)
 	}
+	args, err := op.redact()
+	if err != nil {
+		return confirm.Answer{}, err
+	}
 	mine := earlier[:0]
 	for _, r := range earlier {
 		if r.Key != rec.Key {
@@ -129,7 +137,7 @@ func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (co
 	}
 	return asker.Confirm(ctx, confirm.Request{
 		Tenant: op.id.Tenant, Session: c.opts.Session, Server: c.serverName(c.Session()),
-		Tool: op.name, Key: op.id.Key, Arguments: op.redacted,
+		Tool: op.name, Key: op.id.Key, Arguments: args,
 		Annotations: annotations(op), Earlier: mine,
 	})
 }

@@ -169,7 +169,7 @@ func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
 	}
 	if keyed {
 		meta[MetaKey] = op.id.Key
-		if declaresKeyArg(op.tool) {
+		if c.declaresKeyArg(op.tool) {
 			args[ArgKey] = op.id.Key
 		}
 	}
@@ -177,8 +177,21 @@ func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
 }
 
 // declaresKeyArg reports whether the tool's input schema has an
-// idempotency_key property.
-func declaresKeyArg(t *mcp.Tool) bool {
+// idempotency_key property, once per tool definition (a refreshed tool list
+// brings new *mcp.Tool values).
+func (c *Client) declaresKeyArg(t *mcp.Tool) bool {
+	if t == nil {
+		return false
+	}
+	if v, ok := c.keyArg.Load(t); ok {
+		return v.(bool)
+	}
+	v := schemaDeclaresKey(t)
+	c.keyArg.Store(t, v)
+	return v
+}
+
+func schemaDeclaresKey(t *mcp.Tool) bool {
 	if t == nil || t.InputSchema == nil {
 		return false
 	}

@@ -37,7 +37,7 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return []byte("{}"), nil
 	}
-	if trimmed[0] == '{' {
+	if trimmed[0] == '{' && mayHoldExcluded(trimmed, exclude) {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(trimmed, &obj); err != nil {
 			return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
@@ -74,4 +74,22 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 		return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
 	}
 	return canon, nil
+}
+
+// mayHoldExcluded reports whether an excluded field could be present. Most
+// arguments hold none, and then the map round trip is skipped. A name is
+// looked for as its quoted spelling; any backslash (a name may be spelled
+// with escapes, "\u005fmeta") takes the full path.
+func mayHoldExcluded(doc []byte, exclude []string) bool {
+	if bytes.IndexByte(doc, '\\') >= 0 {
+		return true
+	}
+	for _, list := range [][]string{DefaultExcluded, exclude} {
+		for _, name := range list {
+			if bytes.Contains(doc, []byte(`"`+name+`"`)) {
+				return true
+			}
+		}
+	}
+	return false
 }

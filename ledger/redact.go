@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Redacted replaces the value of a secret-looking field in stored arguments.
@@ -19,10 +18,22 @@ var secretWords = []string{
 
 // IsSecretName reports whether a field with this name holds a secret.
 func IsSecretName(name string) bool {
-	n := strings.ToLower(name)
-	n = strings.NewReplacer("-", "", "_", "", " ", "").Replace(n)
+	// Fold to lower case without separators in a stack buffer: this runs
+	// for every field of every stored argument object.
+	var buf [64]byte
+	n := buf[:0]
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-' || c == '_' || c == ' ':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		n = append(n, c)
+	}
 	for _, w := range secretWords {
-		if strings.Contains(n, w) {
+		if bytes.Contains(n, []byte(w)) {
 			return true
 		}
 	}
