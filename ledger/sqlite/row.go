@@ -87,6 +87,14 @@ func blob(b []byte) any {
 	return []byte(b)
 }
 
+// cloneRaw copies b, keeping nil as nil: the caller may reuse its buffer.
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage{}, b...)
+}
+
 func approvalJSON(a *ledger.Approval) (any, error) {
 	if a == nil {
 		return nil, nil

@@ -129,7 +129,15 @@ type Store struct {
 	// beside the writer).
 	rdb *sql.DB
 
-	ops       chan *op
+	// wmu guards the write queue. busy is set while a goroutine owns the
+	// write connection; idle is signalled when it is released.
+	wmu    sync.Mutex
+	idle   sync.Cond
+	queue  []*op
+	busy   bool
+	closed bool
+	// kick hands a non-empty queue to the writer goroutine.
+	kick      chan struct{}
 	quit      chan struct{}
 	writerEnd chan struct{}
 	closeOnce sync.Once
@@ -162,11 +170,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s := &Store{
 		path:      abs,
 		opts:      o,
-		ops:       make(chan *op),
+		kick:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		writerEnd: make(chan struct{}),
 		watchers:  make(map[ledger.ID]*watcher),
 	}
+	s.idle.L = &s.wmu
 	s.wdb, err = sql.Open(driverName, s.dsn(false))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
@@ -217,6 +226,12 @@ func (s *Store) dsn(readOnly bool) string {
 // first; later calls fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.wmu.Lock()
+		s.closed = true
+		for s.busy {
+			s.idle.Wait()
+		}
+		s.wmu.Unlock()
 		close(s.quit)
 		<-s.writerEnd
 		// Blocked waiters re-read, fail on the closed database and return.

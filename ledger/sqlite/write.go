@@ -15,8 +15,7 @@ const (
 		arguments, state, owner, lease_until, trace_id, span_id, reuse_policy,
 		created_at, updated_at, expires_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (tenant, tool, key) DO NOTHING
-	RETURNING ` + columns
+	ON CONFLICT (tenant, tool, key) DO NOTHING`
 
 	// replaceExpired turns a settled record past its retention into a new
 	// operation (the Reexecute policy). Tombstones are never replaced.
@@ -111,25 +110,37 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	}
 	var out ledger.Claim
 	var claimErr error
-	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+	// Alone, the INSERT runs as its own transaction (writeSingle): a new
+	// key costs one statement and one fsync.
+	err := s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		out, claimErr = ledger.Claim{}, nil
 		var leaseUntil int64
 		if state == ledger.StateProcessing {
 			leaseUntil = nanos(now.Add(lease))
 		}
 		n, exp := nanos(now), nanos(now.Add(retention))
-		r, err := scanRecord(tx.QueryRowContext(ctx, insertClaim,
+		res, err := tx.ExecContext(ctx, insertClaim,
 			req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint,
 			blob(req.Arguments), string(state), req.Owner, leaseUntil, req.TraceID,
-			req.SpanID, string(policy), n, n, exp))
-		if err == nil {
-			out = ledger.Claim{Record: r, Won: true}
-			return nil, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+			req.SpanID, string(policy), n, n, exp)
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: claim: %w", err)
 		}
-		r, err = scanRecord(tx.QueryRowContext(ctx, replaceExpired,
+		if inserted, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
+		} else if inserted == 1 {
+			// The new row holds exactly what was bound: no need to read
+			// it back.
+			out = ledger.Claim{Won: true, Record: &ledger.Record{
+				ID: req.ID, Session: req.Session, Fingerprint: req.Fingerprint,
+				Arguments: cloneRaw(req.Arguments), State: state, Owner: req.Owner,
+				LeaseUntil: fromNanos(leaseUntil), TraceID: req.TraceID, SpanID: req.SpanID,
+				ReusePolicy: policy, CreatedAt: fromNanos(n), UpdatedAt: fromNanos(n),
+				ExpiresAt: fromNanos(exp),
+			}}
+			return nil, nil
+		}
+		r, err := scanRecord(tx.QueryRowContext(ctx, replaceExpired,
 			req.Session, req.Fingerprint, blob(req.Arguments), string(state),
 			req.Owner, leaseUntil, req.TraceID, req.SpanID, string(policy), n, n, exp,
 			req.Tenant, req.Tool, req.Key, n))
@@ -223,7 +234,7 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		checkOwner = 1
 	}
 	var rec *ledger.Record
-	err = s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+	err = s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		var leaseUntil int64
 		var owner, kind, msg, result any
 		if t.To == ledger.StateProcessing {
@@ -280,7 +291,7 @@ func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease tim
 		return err
 	}
 	lease = durationOr(lease, ledger.DefaultLease)
-	return s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+	return s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		res, err := tx.ExecContext(ctx, renew, nanos(now.Add(lease)), nanos(now), id.Tenant, id.Tool, id.Key, owner)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: renew: %w", err)
@@ -303,7 +314,7 @@ func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease tim
 // ExpireLeases implements ledger.Store.
 func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	var n int
-	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+	err := s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		n = 0
 		rows, err := tx.QueryContext(ctx, expireLeases, ledger.KindLeaseExpired, nanos(now), nanos(now))
 		if err != nil {

@@ -2,19 +2,24 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// Group commit. Every write is an op handed to one writer goroutine, which
-// runs whatever ops are queued in one transaction and commits them with one
-// fsync. Each op runs inside its own savepoint, so an op that fails leaves
-// the others of its batch intact, and each caller gets its own result.
+// Group commit. One goroutine at a time owns the write connection. A
+// caller that finds it free runs its own op at once, on its own goroutine:
+// a lone write pays no hand-off. Callers that arrive while it is busy queue
+// their ops; when the owner is done it hands the queue to the writer
+// goroutine, which runs whatever is queued in one transaction and commits
+// it with one fsync, until the queue is empty. Each op of a batch runs
+// inside its own savepoint, so an op that fails leaves the others of its
+// batch intact, and each caller gets its own result.
 
 // writeFunc performs one op inside the batch transaction. now is the
 // store's clock read for this op. It returns the records it changed, whose
@@ -30,8 +35,12 @@ const (
 )
 
 type op struct {
-	ctx     context.Context
-	fn      writeFunc
+	ctx context.Context
+	fn  writeFunc
+	// single marks an op whose first statement, when it changes anything,
+	// is its whole write. Run alone, such an op may execute that statement
+	// outside a transaction; see wconn.
+	single  bool
 	state   atomic.Int32
 	err     error
 	changed []ledger.ID
@@ -40,17 +49,37 @@ type op struct {
 
 // write runs fn through the writer and waits for its commit.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
+	return s.submit(ctx, &op{ctx: ctx, fn: fn})
+}
+
+// writeSingle is write for an op whose first statement, if it changes
+// anything, is all it writes (see op.single).
+func (s *Store) writeSingle(ctx context.Context, fn writeFunc) error {
+	return s.submit(ctx, &op{ctx: ctx, fn: fn, single: true})
+}
+
+func (s *Store) submit(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{ctx: ctx, fn: fn, done: make(chan struct{})}
-	select {
-	case s.ops <- o:
-	case <-s.quit:
+	o.done = make(chan struct{})
+	s.wmu.Lock()
+	if s.closed {
+		s.wmu.Unlock()
 		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	if !s.busy {
+		// Nobody is writing: run the op here rather than wake the writer
+		// goroutine and wait for it.
+		s.busy = true
+		s.wmu.Unlock()
+		o.state.Store(opTaken)
+		s.runBatch([]*op{o})
+		s.release()
+		return o.err
+	}
+	s.queue = append(s.queue, o)
+	s.wmu.Unlock()
 	select {
 	case <-o.done:
 		return o.err
@@ -65,30 +94,50 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	}
 }
 
-// writer is the goroutine that owns the write connection.
+// release gives up the write connection, handing it to the writer
+// goroutine when ops queued up meanwhile.
+func (s *Store) release() {
+	s.wmu.Lock()
+	if len(s.queue) == 0 {
+		s.busy = false
+		s.idle.Broadcast()
+		s.wmu.Unlock()
+		return
+	}
+	s.wmu.Unlock()
+	// busy stays set: ownership passes to the writer goroutine. Only the
+	// owner sends, so the buffer of one never fills.
+	s.kick <- struct{}{}
+}
+
+// writer is the goroutine that runs queued ops in batches.
 func (s *Store) writer() {
 	defer close(s.writerEnd)
 	batch := make([]*op, 0, s.opts.MaxBatch)
 	for {
-		batch = batch[:0]
 		select {
-		case o := <-s.ops:
-			batch = append(batch, o)
+		case <-s.kick:
 		case <-s.quit:
 			return
 		}
-		// Take whatever else is already waiting: those callers arrived
-		// while the previous batch was committing and share this commit.
-	drain:
-		for len(batch) < cap(batch) {
-			select {
-			case o := <-s.ops:
-				batch = append(batch, o)
-			default:
-				break drain
+		// Whatever queued while the previous batch was committing shares
+		// the next commit.
+		for {
+			s.wmu.Lock()
+			n := min(len(s.queue), cap(batch))
+			if n == 0 {
+				s.busy = false
+				s.idle.Broadcast()
+				s.wmu.Unlock()
+				break
 			}
+			batch = append(batch[:0], s.queue[:n]...)
+			rest := copy(s.queue, s.queue[n:])
+			clear(s.queue[rest:])
+			s.queue = s.queue[:rest]
+			s.wmu.Unlock()
+			s.runBatch(batch)
 		}
-		s.runBatch(batch)
 	}
 }
 
@@ -100,7 +149,7 @@ func (s *Store) runBatch(batch []*op) {
 			close(o.done)
 			continue
 		}
-		if !o.state.CompareAndSwap(opQueued, opTaken) {
+		if !o.state.CompareAndSwap(opQueued, opTaken) && o.state.Load() != opTaken {
 			close(o.done) // abandoned by its caller
 			continue
 		}
@@ -127,57 +176,94 @@ func (s *Store) runBatch(batch []*op) {
 	}
 }
 
-// commitBatch runs the ops in one transaction. It returns an error only
-// when the transaction as a whole failed; per-op errors are in op.err.
+// commitBatch runs the ops on the write connection. It returns an error
+// only when the transaction as a whole failed; per-op errors are in op.err.
 func (s *Store) commitBatch(ctx context.Context, ops []*op) error {
-	tx, err := s.wdb.BeginTx(ctx, nil)
+	conn, err := s.wdb.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin write: %w", s.classify(err))
+		return fmt.Errorf("sqlite: write connection: %w", s.classify(err))
 	}
-	// A lone op needs no savepoint: if it fails the whole transaction
-	// rolls back, which also spares a commit.
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("sqlite: driver connection is %T", dc)
+		}
+		w := &wconn{c: c}
+		err := s.commitOn(ctx, w, ops)
+		if !c.AutoCommit() {
+			// A failed COMMIT can leave the transaction open; the next
+			// batch must start clean.
+			err = errors.Join(err, w.end("ROLLBACK"))
+		}
+		return err
+	})
+}
+
+func (s *Store) commitOn(ctx context.Context, w *wconn, ops []*op) error {
 	if len(ops) == 1 {
 		o := ops[0]
-		o.changed, o.err = o.fn(ctx, tx, s.opts.Now())
-		if o.err != nil {
-			o.err = s.classify(o.err)
-			if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-				return fmt.Errorf("sqlite: rollback: %w", s.classify(rbErr))
+		if o.single {
+			// Alone, the op's one write statement is its own transaction:
+			// SQLite commits it, durably, as the statement completes. That
+			// spares BEGIN and COMMIT. When it changed nothing and the op
+			// goes on, it starts over inside a transaction.
+			w.auto = true
+			o.changed, o.err = o.fn(ctx, w, s.opts.Now())
+			w.auto = false
+			if !errors.Is(o.err, errNeedTx) {
+				if o.err != nil {
+					o.err = s.classify(o.err)
+					o.changed = nil
+				} else if w.wrote {
+					s.commits.Add(1)
+				}
+				return nil
 			}
-			return nil
+			o.changed, o.err = nil, nil
 		}
-		return s.commit(tx)
-	}
-	for _, o := range ops {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-			return errors.Join(fmt.Errorf("sqlite: savepoint: %w", s.classify(err)), tx.Rollback())
+		// A lone op needs no savepoint: if it fails the whole transaction
+		// rolls back, which also spares a commit.
+		if err := w.begin(); err != nil {
+			return fmt.Errorf("sqlite: begin write: %w", s.classify(err))
 		}
-		o.changed, o.err = o.fn(ctx, tx, s.opts.Now())
+		o.changed, o.err = o.fn(ctx, w, s.opts.Now())
 		if o.err != nil {
 			o.err = s.classify(o.err)
 			o.changed = nil
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
-				return errors.Join(fmt.Errorf("sqlite: rollback to savepoint: %w", s.classify(err)), tx.Rollback())
+			if err := w.end("ROLLBACK"); err != nil {
+				return fmt.Errorf("sqlite: rollback: %w", s.classify(err))
+			}
+			return nil
+		}
+		return s.commit(w)
+	}
+	if err := w.begin(); err != nil {
+		return fmt.Errorf("sqlite: begin write: %w", s.classify(err))
+	}
+	for _, o := range ops {
+		if err := w.end("SAVEPOINT op"); err != nil {
+			return fmt.Errorf("sqlite: savepoint: %w", s.classify(err))
+		}
+		o.changed, o.err = o.fn(ctx, w, s.opts.Now())
+		if o.err != nil {
+			o.err = s.classify(o.err)
+			o.changed = nil
+			if err := w.end("ROLLBACK TO op"); err != nil {
+				return fmt.Errorf("sqlite: rollback to savepoint: %w", s.classify(err))
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
-			return errors.Join(fmt.Errorf("sqlite: release savepoint: %w", s.classify(err)), tx.Rollback())
+		if err := w.end("RELEASE op"); err != nil {
+			return fmt.Errorf("sqlite: release savepoint: %w", s.classify(err))
 		}
 	}
-	return s.commit(tx)
+	return s.commit(w)
 }
 
-func (s *Store) commit(tx *sql.Tx) error {
-	if err := tx.Commit(); err != nil {
+func (s *Store) commit(w *wconn) error {
+	if err := w.end("COMMIT"); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", s.classify(err))
 	}
 	s.commits.Add(1)
 	return nil
-}
-
-// execer is what the write helpers need from a transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
