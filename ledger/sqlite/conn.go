@@ -16,6 +16,11 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*wrows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) scanner
+	// autocommit reports that no transaction is open: each statement
+	// commits as it completes (see wconn).
+	autocommit() bool
+	// readRow is QueryRowContext for a statement that writes nothing.
+	readRow(ctx context.Context, query string, args ...any) scanner
 }
 
 // errNeedTx is how a single-statement op, run outside a transaction,
@@ -30,27 +35,24 @@ var errNeedTx = errors.New("sqlite: the write needs a transaction")
 type wconn struct {
 	c *sqlite3.SQLiteConn
 	// auto: no transaction is open, so each statement commits as it
-	// completes. Only the first statement of a single op runs so; a second
-	// one gets errNeedTx if the first changed nothing, and is refused as a
-	// bug otherwise (the first statement's write is already committed).
-	auto  bool
-	stmts int
-	wrote bool
-	named []driver.NamedValue
+	// completes. Only a single op runs so: it may read, and make one
+	// write; once that has changed a row, a further statement is refused
+	// as a bug, since the write is already committed. An op that needs
+	// more returns errNeedTx while it has changed nothing, and starts
+	// over inside a transaction.
+	auto    bool
+	wrote   bool
+	reading bool
+	named   []driver.NamedValue
 }
+
+func (w *wconn) autocommit() bool { return w.auto }
 
 // guard admits a statement under the auto rules above.
 func (w *wconn) guard() error {
-	if !w.auto {
-		return nil
+	if w.auto && w.wrote {
+		return errors.New("sqlite: a single-statement write ran a second statement")
 	}
-	if w.stmts > 0 {
-		if w.wrote {
-			return errors.New("sqlite: a single-statement write ran a second statement")
-		}
-		return errNeedTx
-	}
-	w.stmts++
 	return nil
 }
 
@@ -145,6 +147,12 @@ func (w *wconn) QueryRowContext(ctx context.Context, query string, args ...any) 
 	return row
 }
 
+func (w *wconn) readRow(ctx context.Context, query string, args ...any) scanner {
+	w.reading = true
+	defer func() { w.reading = false }()
+	return w.QueryRowContext(ctx, query, args...)
+}
+
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
@@ -170,7 +178,7 @@ func (r *wrows) Next() bool {
 		r.err = err
 		return false
 	}
-	if r.w.auto {
+	if r.w.auto && !r.w.reading {
 		// A row of a writing statement (RETURNING) is a changed row.
 		r.w.wrote = true
 	}

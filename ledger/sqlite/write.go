@@ -104,9 +104,14 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	// them without the write lock: when the record exists and can be
 	// neither taken over nor replaced, the caller is a follower as of that
 	// read. Creating, taking over or replacing a record is always decided
-	// by the conflicting INSERT below, never by this read.
-	if r, err := s.getRaw(ctx, req.ID); err == nil && !claimable(r, req.Fingerprint, s.opts.Now()) {
-		return follow(r, req)
+	// by the conflicting INSERT below, never by this read. While other
+	// writes are in flight the read is made here, so that a duplicate does
+	// not wait for their commit; otherwise the op makes it on the write
+	// connection, whose cache the last write left warm.
+	if s.writing() {
+		if r, err := s.getRaw(ctx, req.ID); err == nil && !claimable(r, req.Fingerprint, s.opts.Now()) {
+			return follow(r, req)
+		}
 	}
 	var out ledger.Claim
 	var claimErr error
@@ -114,6 +119,17 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	// key costs one statement and one fsync.
 	err := s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		out, claimErr = ledger.Claim{}, nil
+		if tx.autocommit() {
+			// A read outside a transaction: no write lock.
+			r, err := scanRecord(tx.readRow(ctx, selectRecord, req.Tenant, req.Tool, req.Key))
+			if err == nil && !claimable(r, req.Fingerprint, now) {
+				out, claimErr = follow(r, req)
+				return nil, nil
+			}
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("sqlite: claim: read existing record: %w", err)
+			}
+		}
 		var leaseUntil int64
 		if state == ledger.StateProcessing {
 			leaseUntil = nanos(now.Add(lease))
@@ -139,6 +155,9 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 				ExpiresAt: fromNanos(exp),
 			}}
 			return nil, nil
+		}
+		if tx.autocommit() {
+			return nil, errNeedTx
 		}
 		r, err := scanRecord(tx.QueryRowContext(ctx, replaceExpired,
 			req.Session, req.Fingerprint, blob(req.Arguments), string(state),
@@ -260,6 +279,10 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: transition: %w", err)
 		}
+		if tx.autocommit() {
+			// Tell why inside a transaction, from a consistent view.
+			return nil, errNeedTx
+		}
 		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, t.Tenant, t.Tool, t.Key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: transition %s -> %s of %s key %s: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), ledger.ErrNotFound)
@@ -298,6 +321,9 @@ func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease tim
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return nil, err
+		}
+		if tx.autocommit() {
+			return nil, errNeedTx
 		}
 		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, id.Tenant, id.Tool, id.Key))
 		if errors.Is(err, sql.ErrNoRows) {

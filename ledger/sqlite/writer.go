@@ -94,6 +94,13 @@ func (s *Store) submit(ctx context.Context, o *op) error {
 	}
 }
 
+// writing reports whether a write is running or queued.
+func (s *Store) writing() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.busy
+}
+
 // release gives up the write connection, handing it to the writer
 // goroutine when ops queued up meanwhile.
 func (s *Store) release() {
