@@ -127,3 +127,29 @@ func TestSynchronousSetting(t *testing.T) {
 		})
 	}
 }
+
+// Outside a transaction a single op's first write is already committed, so
+// a second statement after it is refused instead of silently split.
+func TestSingleOpSecondWriteRefused(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	insert := `INSERT INTO records (tenant, tool, key, fingerprint, state, created_at, updated_at, expires_at)
+		VALUES ('acme', 'tool', ?, 'fp', 'SUCCEEDED', 1, 1, 1)`
+	err = s.writeSingle(ctx, func(ctx context.Context, tx execer, _ time.Time) ([]ledger.ID, error) {
+		if _, err := tx.ExecContext(ctx, insert, "one"); err != nil {
+			return nil, err
+		}
+		_, err := tx.ExecContext(ctx, insert, "two")
+		return nil, err
+	})
+	if err == nil || errors.Is(err, errNeedTx) {
+		t.Fatalf("writeSingle with two writes = %v; want it refused", err)
+	}
+	if _, err := s.Get(ctx, ledger.ID{Tenant: "acme", Tool: "tool", Key: "two"}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Get(%q) = %v; want ErrNotFound", "two", err)
+	}
+}

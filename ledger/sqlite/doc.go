@@ -10,11 +10,13 @@
 //	c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Owner: "worker-1"})
 //
 // The file runs in WAL mode with synchronous=FULL unless Options say
-// otherwise, so a won claim is on disk when Claim returns. Writes from many
-// goroutines are gathered by one writer goroutine into shared transactions
+// otherwise, so a won claim is on disk when Claim returns. A write that
+// finds no other in flight runs at once on its caller's goroutine, a new
+// claim or a completion as one autocommitted statement; writes that arrive
+// meanwhile are gathered by a writer goroutine into shared transactions
 // (group commit), so concurrent callers share fsyncs while each gets its
-// own result. Write transactions begin IMMEDIATE and wait up to the busy
-// timeout for another process's lock, then fail with ErrBusy.
+// own result. Writes wait up to the busy timeout for another process's
+// lock, then fail with ErrBusy.
 //
 // The schema is versioned and migrated from embedded SQL files, each in its
 // own transaction. A file that is not an mcpledger database, or one with a
