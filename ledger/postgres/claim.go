@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,22 +17,25 @@ import (
 // The claim is decided by the primary key: the INSERT either creates the
 // record or does nothing. In the same statement a follower reads the record
 // it conflicted with, so following a live operation costs one round trip.
-// Only when that record may be taken over (RETRYABLE, or settled past its
-// retention) does a second round trip try the take-overs, each a guarded
-// UPDATE whose WHERE clause PostgreSQL re-checks on the latest row version,
-// so two claimers never both take the same record over.
-const (
-	claimInsert = `WITH ins AS (
+// A winner gets back only the flag: every column of the record it inserted
+// is a value it sent or a column default, so Claim builds the record itself
+// rather than have the server return and the client decode it twice.
+// Only when the existing record may be taken over (RETRYABLE, or settled
+// past its retention) does a second round trip try the take-overs, each a
+// guarded UPDATE whose WHERE clause PostgreSQL re-checks on the latest row
+// version, so two claimers never both take the same record over.
+var claimInsert = `WITH ins AS (
 		INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
 			owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
 		ON CONFLICT (tenant, tool, key) DO NOTHING
-		RETURNING ` + recordCols + `)
-	SELECT true, ` + recordCols + ` FROM ins
+		RETURNING true)
+	SELECT true, ` + recordNulls + ` FROM ins
 	UNION ALL
 	SELECT false, ` + recordCols + ` FROM records
 	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT EXISTS (SELECT FROM ins)`
 
+const (
 	// A settled record past its retention is gone as far as the contract is
 	// concerned (the Reexecute policy): the claim replaces it whatever its
 	// fingerprint. Tombstones (the Verify policy) are never replaced.
@@ -132,13 +136,10 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	// again.
 	for range 3 {
 		err := s.with(ctx, func(c *pgxpool.Conn) error {
-			var won bool
-			rec, _, err := scanRecord(rowFunc(func(dest ...any) error {
-				return c.QueryRow(ctx, claimInsert, args...).Scan(append([]any{&won}, dest...)...)
-			}))
+			won, rec, err := queryClaim(ctx, c, args)
 			switch {
 			case err == nil && won:
-				out = ledger.Claim{Record: rec, Won: true}
+				out = ledger.Claim{Record: inserted(req, state, leaseUntil, now, expires), Won: true}
 				return nil
 			case err == nil && !mayTakeOver(rec, req.Fingerprint, now):
 				out = ledger.Claim{Record: rec}
@@ -196,6 +197,66 @@ func mayTakeOver(rec *ledger.Record, fingerprint string, now time.Time) bool {
 		return true
 	}
 	return rec.State == ledger.StateRetryable && rec.Fingerprint == fingerprint
+}
+
+// recordNulls stands in for recordCols in the winner's row of claimInsert.
+var recordNulls = strings.TrimSuffix(strings.Repeat("NULL, ", strings.Count(recordCols, ",")+1), ", ")
+
+// queryClaim runs claimInsert. It reports won, or the record the insert
+// conflicted with, or pgx.ErrNoRows when that record vanished before the
+// read.
+func queryClaim(ctx context.Context, c *pgxpool.Conn, args []any) (bool, *ledger.Record, error) {
+	rows, err := c.Query(ctx, claimInsert, args...)
+	if err != nil {
+		return false, nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return false, nil, err
+		}
+		return false, nil, pgx.ErrNoRows
+	}
+	var won bool
+	if err := rows.Scan(append([]any{&won}, make([]any, len(rows.FieldDescriptions())-1)...)...); err != nil {
+		return false, nil, err
+	}
+	if won {
+		// Reading to the end surfaces a commit failure.
+		rows.Close()
+		return true, nil, rows.Err()
+	}
+	rec, _, err := scanRecord(rowFunc(func(dest ...any) error {
+		return rows.Scan(append([]any{nil}, dest...)...)
+	}))
+	if err != nil {
+		return false, nil, err
+	}
+	rows.Close()
+	return false, rec, rows.Err()
+}
+
+// inserted is the record claimInsert creates for req: what it sent, and the
+// columns' defaults for the rest.
+func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil *time.Time, now, expires time.Time) *ledger.Record {
+	r := &ledger.Record{
+		ID:          req.ID,
+		Session:     req.Session,
+		Fingerprint: req.Fingerprint,
+		Arguments:   bytes.Clone(req.Arguments),
+		State:       state,
+		Owner:       req.Owner,
+		TraceID:     req.TraceID,
+		SpanID:      req.SpanID,
+		ReusePolicy: req.ReusePolicy,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+		ExpiresAt:   expires,
+	}
+	if leaseUntil != nil {
+		r.LeaseUntil = *leaseUntil
+	}
+	return r
 }
 
 // rowFunc adapts a scan function to pgx.Row.
