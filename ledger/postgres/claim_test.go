@@ -48,3 +48,67 @@ func TestClaimWonRecordEqualsStored(t *testing.T) {
 		})
 	}
 }
+
+// A transition returns only the columns it did not write itself, so the
+// record it returns must equal, field for field, the stored one.
+func TestTransitionRecordEqualsStored(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.UTC)
+	st := open(t, pgtest.Schema(t), &postgres.Options{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	approval := &ledger.Approval{Decision: ledger.DecisionApproved, By: "ops", At: now.Truncate(time.Second), Reason: "ok"}
+	P, S, F, R, U := ledger.StateProcessing, ledger.StateSucceeded, ledger.StateFailed, ledger.StateRetryable, ledger.StateUnknown
+	A, D := ledger.StatePendingApproval, ledger.StateDenied
+	for _, tc := range []struct {
+		name     string
+		approval bool // claim PENDING_APPROVAL
+		steps    []ledger.Transition
+	}{
+		{"succeeded with result", false, []ledger.Transition{
+			{From: P, To: S, Owner: "w", Result: json.RawMessage(`{"content":[]}`), AddAttempts: 1}}},
+		{"failed with error", false, []ledger.Transition{
+			{From: P, To: F, Owner: "w", ErrorKind: "tool", ErrorMessage: "boom", AddAttempts: 1}}},
+		{"retryable then taken back", false, []ledger.Transition{
+			{From: P, To: R, Owner: "w", ErrorKind: "transport", ErrorMessage: "reset"},
+			{From: R, To: P, Owner: "w2", Lease: time.Minute},
+			{From: P, To: S, Owner: "w2", Result: json.RawMessage(`"done"`), Compacted: true, AddAttempts: 1}}},
+		{"unknown resolved", false, []ledger.Transition{
+			{From: P, To: U, Owner: "w", ErrorKind: "timeout", ErrorMessage: "no answer", AddAttempts: 1},
+			{From: U, To: S, Result: json.RawMessage{}}}},
+		{"unknown without text", false, []ledger.Transition{
+			{From: P, To: U, Owner: "w", Result: json.RawMessage(`{"partial":true}`)},
+			{From: U, To: F}}},
+		{"approved", true, []ledger.Transition{
+			{From: A, To: P, Owner: "w", Approval: approval},
+			{From: P, To: S, Owner: "w", Result: json.RawMessage(`{}`), AddAttempts: 1}}},
+		{"denied", true, []ledger.Transition{
+			{From: A, To: D, Approval: &ledger.Approval{Decision: ledger.DecisionDenied, By: "ops", At: now, Reason: "no"},
+				ErrorKind: "denied", ErrorMessage: "denied by ops"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "t-" + strings.ReplaceAll(tc.name, " ", "-")}
+			req := ledger.ClaimRequest{ID: id, Session: "s", Fingerprint: "fp", Owner: "w", Arguments: json.RawMessage(`{"a":1}`),
+				TraceID: "tr", SpanID: "sp", NeedsApproval: tc.approval}
+			if tc.approval {
+				req.Owner = ""
+			}
+			if c, err := st.Claim(ctx, req); err != nil || !c.Won {
+				t.Fatalf("Claim(%q) = {Won: %v}, %v; want a won claim", id.Key, c.Won, err)
+			}
+			for _, tr := range tc.steps {
+				tr.ID = id
+				rec, err := st.Transition(ctx, tr)
+				if err != nil {
+					t.Fatalf("Transition(%s -> %s) = %v", tr.From, tr.To, err)
+				}
+				got, err := st.Get(ctx, id)
+				if err != nil {
+					t.Fatalf("Get(%q) = %v", id.Key, err)
+				}
+				if !reflect.DeepEqual(rec, got) {
+					t.Errorf("Transition(%s -> %s) record = %+v; want the stored %+v", tr.From, tr.To, rec, got)
+				}
+			}
+		})
+	}
+}

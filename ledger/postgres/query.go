@@ -50,17 +50,25 @@ func scanRecord(row pgx.Row) (*ledger.Record, rowMeta, error) {
 	if leaseUntil != nil {
 		r.LeaseUntil = leaseUntil.UTC()
 	}
-	if approval != nil {
-		var a ledger.Approval
-		if err := json.Unmarshal(approval, &a); err != nil {
-			return nil, meta, fmt.Errorf("postgres: decode approval of %s: %w", r.Tool, err)
-		}
-		r.Approval = &a
+	if r.Approval, err = decodeApproval(r.Tool, approval); err != nil {
+		return nil, meta, err
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	r.UpdatedAt = r.UpdatedAt.UTC()
 	r.ExpiresAt = r.ExpiresAt.UTC()
 	return &r, meta, nil
+}
+
+// decodeApproval decodes the approval column (nil when NULL).
+func decodeApproval(tool string, raw []byte) (*ledger.Approval, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var a ledger.Approval
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("postgres: decode approval of %s: %w", tool, err)
+	}
+	return &a, nil
 }
 
 // scanRecords reads every row of recordCols.

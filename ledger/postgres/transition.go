@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +15,24 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
+
+// transitionShape is what one transition statement writes: the edge, and
+// whether it sets the result and the error text. It decides the statement
+// and the columns it returns.
+type transitionShape struct {
+	from, to  ledger.State
+	result    bool // sets result and compacted
+	errorText bool // sets error_kind and error_message
+}
+
+// ownerKnown: the owner after the transition is the transition's own, the
+// new lease holder entering PROCESSING or the checked one leaving it.
+func (sh transitionShape) ownerKnown() bool {
+	return sh.from == ledger.StateProcessing || sh.to == ledger.StateProcessing
+}
+
+// transitionSQLs caches transitionSQL's statements by shape.
+var transitionSQLs sync.Map // transitionShape -> string
 
 // transitionSQL is the compare-and-set for one edge of the state table:
 // the WHERE clause holds the expected state (and, leaving PROCESSING, the
@@ -24,13 +44,20 @@ import (
 // The states are written into the statement, not passed as parameters:
 // with "state = $n" PostgreSQL plans the update about twice as slowly, and
 // there are only a dozen legal edges, each one cached prepared statement.
-func transitionSQL(from, to ledger.State) string {
+//
+// It returns only the columns the caller does not already know: a result
+// the transition writes (up to megabytes) is not sent back, nor is the
+// identity, state, lease, owner or error text it just set.
+func transitionSQL(sh transitionShape) string {
+	if q, ok := transitionSQLs.Load(sh); ok {
+		return q.(string)
+	}
 	ownerCheck := ""
-	if from == ledger.StateProcessing {
+	if sh.from == ledger.StateProcessing {
 		ownerCheck = " AND owner = $14"
 	}
-	return `UPDATE records SET
-		state = '` + string(to) + `',
+	q := `UPDATE records SET
+		state = '` + string(sh.to) + `',
 		owner = coalesce($4, owner),
 		lease_until = $10,
 		result = coalesce($5, result),
@@ -42,8 +69,71 @@ func transitionSQL(from, to ledger.State) string {
 		op_token = $12,
 		updated_at = $13
 	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
-		AND state = '` + string(from) + `'` + ownerCheck + `
-	RETURNING ` + recordCols
+		AND state = '` + string(sh.from) + `'` + ownerCheck + `
+	RETURNING ` + strings.Join(sh.returning(), ", ")
+	transitionSQLs.Store(sh, q)
+	return q
+}
+
+// returning lists the columns transitionSQL returns, in the order
+// scanTransitioned reads them.
+func (sh transitionShape) returning() []string {
+	cols := []string{"session", "fingerprint", "arguments", "attempts", "approval", "trace_id", "span_id",
+		"reuse_policy", "created_at", "expires_at", "watched"}
+	if !sh.ownerKnown() {
+		cols = append(cols, "owner")
+	}
+	if !sh.result {
+		cols = append(cols, "result", "compacted")
+	}
+	if !sh.errorText {
+		cols = append(cols, "error_kind", "error_message")
+	}
+	return cols
+}
+
+// scanTransitioned reads the row transitionSQL(sh) returns and completes
+// the record with what transition t wrote: exactly the record a read of
+// the row would return.
+func scanTransitioned(row pgx.Row, sh transitionShape, t ledger.Transition, kind, msg *string,
+	leaseUntil *time.Time, now time.Time, token []byte) (*ledger.Record, rowMeta, error) {
+	r := &ledger.Record{ID: t.ID, State: t.To, UpdatedAt: now}
+	var (
+		policy   string
+		approval []byte
+		meta     = rowMeta{token: token}
+	)
+	dest := []any{&r.Session, &r.Fingerprint, &r.Arguments, &r.Attempts, &approval, &r.TraceID, &r.SpanID,
+		&policy, &r.CreatedAt, &r.ExpiresAt, &meta.watched}
+	if sh.ownerKnown() {
+		r.Owner = t.Owner
+	} else {
+		dest = append(dest, &r.Owner)
+	}
+	if sh.result {
+		r.Result, r.Compacted = bytes.Clone(t.Result), t.Compacted
+	} else {
+		dest = append(dest, &r.Result, &r.Compacted)
+	}
+	if sh.errorText {
+		r.ErrorKind, r.ErrorMessage = *kind, *msg
+	} else {
+		dest = append(dest, &r.ErrorKind, &r.ErrorMessage)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, meta, err
+	}
+	if leaseUntil != nil {
+		r.LeaseUntil = *leaseUntil
+	}
+	r.ReusePolicy = ledger.ReusePolicy(policy)
+	r.CreatedAt = r.CreatedAt.UTC()
+	r.ExpiresAt = r.ExpiresAt.UTC()
+	var err error
+	if r.Approval, err = decodeApproval(r.Tool, approval); err != nil {
+		return nil, meta, err
+	}
+	return r, meta, nil
 }
 
 // Transition moves a record from t.From to t.To with compare-and-set.
@@ -158,7 +248,8 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 		if t.From == ledger.StateProcessing {
 			args = append(args, t.Owner)
 		}
-		out, meta, err = scanRecord(c.QueryRow(ctx, transitionSQL(t.From, t.To), args...))
+		sh := transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: kind != nil}
+		out, meta, err = scanTransitioned(c.QueryRow(ctx, transitionSQL(sh), args...), sh, t, kind, msg, leaseUntil, now, token)
 		return err
 	})
 	return out, meta, err
