@@ -54,7 +54,7 @@ var ratios = []ratio{
 	{"SQLite claim+complete / raw INSERT+UPDATE floor (durable)", "sqlite/ClaimComplete", "sqlite/RawFloor", "<= 1.2", false, ""},
 	{"SQLite parallel (64 goroutines) / serial throughput", "sqlite/ClaimCompleteParallel", "sqlite/ClaimComplete", ">= 4", true, ""},
 	{"PostgreSQL claim+complete / raw INSERT+UPDATE floor (separate runs)", "postgres/ClaimComplete", "postgres/RawFloor", "<= 1.3", false, ""},
-	{"PostgreSQL claim+complete / raw floor, interleaved in one loop", "postgres/ClaimCompleteVsFloor", "", "<= 1.3", false, "store/floor"},
+	{"PostgreSQL claim+complete / raw floor, interleaved in one loop", "postgres/ClaimCompleteVsFloor/durable", "", "<= 1.3", false, "store/floor"},
 	{"PostgreSQL parallel (64 goroutines) / serial throughput", "postgres/ClaimCompleteParallel", "postgres/ClaimComplete", "", true, ""},
 	{"Client wrapper / bare go-sdk call", "client/CallToolLedger", "client/CallToolBare", "", false, ""},
 	{"Client replay / bare go-sdk call", "client/CallToolReplay", "client/CallToolBare", "<= 0.1", false, ""},
