@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,25 +14,21 @@ import (
 )
 
 // The claim is decided by the primary key: the INSERT either creates the
-// record or does nothing. In the same statement a follower reads the record
-// it conflicted with, so following a live operation costs one round trip.
-// A winner gets back only the flag: every column of the record it inserted
-// is a value it sent or a column default, so Claim builds the record itself
-// rather than have the server return and the client decode it twice.
-// Only when the existing record may be taken over (RETRYABLE, or settled
-// past its retention) does a second round trip try the take-overs, each a
-// guarded UPDATE whose WHERE clause PostgreSQL re-checks on the latest row
-// version, so two claimers never both take the same record over.
-var claimInsert = `WITH ins AS (
-		INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
-			owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
-		ON CONFLICT (tenant, tool, key) DO NOTHING
-		RETURNING true)
-	SELECT true, ` + recordNulls + ` FROM ins
-	UNION ALL
-	SELECT false, ` + recordCols + ` FROM records
-	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT EXISTS (SELECT FROM ins)`
+// record or does nothing, and returns only that it inserted. The winner, every executed
+// operation, pays for one plain statement: every column of the record it
+// inserted is a value it sent or a column default, so Claim builds the
+// record itself. A follower reads the record it conflicted with in a second
+// statement, whose fresh snapshot also sees a record committed by a
+// concurrent claimer while the insert waited on it. Only when that record
+// may be taken over (RETRYABLE, or settled past its retention) does a third
+// round trip try the take-overs, each a guarded UPDATE whose WHERE clause
+// PostgreSQL re-checks on the latest row version, so two claimers never
+// both take the same record over.
+const claimInsert = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
+		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
+	ON CONFLICT (tenant, tool, key) DO NOTHING
+	RETURNING true`
 
 const (
 	// A settled record past its retention is gone as far as the contract is
@@ -129,23 +124,26 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	takeLease := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 
 	var out ledger.Claim
-	// The read half of claimInsert uses the statement's snapshot, which
-	// misses a record committed by a concurrent claimer while this insert
-	// waited on it; the batch's reads see it. A record can also vanish
-	// between the statements (a concurrent Purge): the insert is then tried
-	// again.
+	// A record can vanish between the statements (a concurrent Purge): the
+	// insert is then tried again.
 	for range 3 {
 		err := s.with(ctx, func(c *pgxpool.Conn) error {
-			won, rec, err := queryClaim(ctx, c, args)
-			switch {
-			case err == nil && won:
+			var won bool
+			err := c.QueryRow(ctx, claimInsert, args...).Scan(&won)
+			if err == nil {
 				out = ledger.Claim{Record: inserted(req, state, leaseUntil, now, expires), Won: true}
 				return nil
-			case err == nil && !mayTakeOver(rec, req.Fingerprint, now):
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			rec, _, err := scanRecord(c.QueryRow(ctx, claimSelect, req.Tenant, req.Tool, req.Key))
+			if err != nil {
+				return err
+			}
+			if !mayTakeOver(rec, req.Fingerprint, now) {
 				out = ledger.Claim{Record: rec}
 				return nil
-			case err != nil && !errors.Is(err, pgx.ErrNoRows):
-				return err
 			}
 			b := &pgx.Batch{}
 			b.Queue(claimReplaceExpired, args...)
@@ -199,43 +197,6 @@ func mayTakeOver(rec *ledger.Record, fingerprint string, now time.Time) bool {
 	return rec.State == ledger.StateRetryable && rec.Fingerprint == fingerprint
 }
 
-// recordNulls stands in for recordCols in the winner's row of claimInsert.
-var recordNulls = strings.TrimSuffix(strings.Repeat("NULL, ", strings.Count(recordCols, ",")+1), ", ")
-
-// queryClaim runs claimInsert. It reports won, or the record the insert
-// conflicted with, or pgx.ErrNoRows when that record vanished before the
-// read.
-func queryClaim(ctx context.Context, c *pgxpool.Conn, args []any) (bool, *ledger.Record, error) {
-	rows, err := c.Query(ctx, claimInsert, args...)
-	if err != nil {
-		return false, nil, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return false, nil, err
-		}
-		return false, nil, pgx.ErrNoRows
-	}
-	var won bool
-	if err := rows.Scan(append([]any{&won}, make([]any, len(rows.FieldDescriptions())-1)...)...); err != nil {
-		return false, nil, err
-	}
-	if won {
-		// Reading to the end surfaces a commit failure.
-		rows.Close()
-		return true, nil, rows.Err()
-	}
-	rec, _, err := scanRecord(rowFunc(func(dest ...any) error {
-		return rows.Scan(append([]any{nil}, dest...)...)
-	}))
-	if err != nil {
-		return false, nil, err
-	}
-	rows.Close()
-	return false, rec, rows.Err()
-}
-
 // inserted is the record claimInsert creates for req: what it sent, and the
 // columns' defaults for the rest.
 func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil *time.Time, now, expires time.Time) *ledger.Record {
@@ -258,11 +219,6 @@ func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil *time.Time
 	}
 	return r
 }
-
-// rowFunc adapts a scan function to pgx.Row.
-type rowFunc func(dest ...any) error
-
-func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
 
 func validateClaim(req ledger.ClaimRequest) error {
 	if err := req.ID.Validate(); err != nil {
