@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,12 +18,13 @@ import (
 )
 
 // transitionShape is what one transition statement writes: the edge, and
-// whether it sets the result and the error text. It decides the statement
-// and the columns it returns.
+// whether it sets the result, the error text and the approval. It decides
+// the statement, its parameters and the columns it returns.
 type transitionShape struct {
 	from, to  ledger.State
 	result    bool // sets result and compacted
 	errorText bool // sets error_kind and error_message
+	approval  bool
 }
 
 // ownerKnown: the owner after the transition is the transition's own, the
@@ -36,14 +38,17 @@ var transitionSQLs sync.Map // transitionShape -> string
 
 // transitionSQL is the compare-and-set for one edge of the state table:
 // the WHERE clause holds the expected state (and, leaving PROCESSING, the
-// lease owner, $14). A NULL owner, result, error or approval keeps the
-// stored value: the owner changes only when the record enters PROCESSING,
-// and a transition that says nothing about the result or error leaves them
-// as they were.
+// lease owner). It sets only what the transition writes: the owner changes
+// only when the record enters PROCESSING, and a transition that says
+// nothing about the result, error or approval leaves them as they were.
+// Its parameters are $1-$3 the ID, $4 lease_until, $5 the attempts to add,
+// $6 the write token, $7 updated_at, then in this order those the shape
+// has: the new owner, result and compacted, error kind and message,
+// approval, and the owner checked; transitionArgs lists them.
 //
 // The states are written into the statement, not passed as parameters:
 // with "state = $n" PostgreSQL plans the update about twice as slowly, and
-// there are only a dozen legal edges, each one cached prepared statement.
+// there are only a few dozen shapes, each one cached prepared statement.
 //
 // It returns only the columns the caller does not already know: a result
 // the transition writes (up to megabytes) is not sent back, nor is the
@@ -52,27 +57,54 @@ func transitionSQL(sh transitionShape) string {
 	if q, ok := transitionSQLs.Load(sh); ok {
 		return q.(string)
 	}
+	n := 7
+	param := func() string { n++; return "$" + strconv.Itoa(n) }
+	set := []string{"state = '" + string(sh.to) + "'", "lease_until = $4", "attempts = attempts + $5",
+		"op_token = $6", "updated_at = $7"}
+	if sh.to == ledger.StateProcessing {
+		set = append(set, "owner = "+param())
+	}
+	if sh.result {
+		set = append(set, "result = "+param(), "compacted = "+param())
+	}
+	if sh.errorText {
+		set = append(set, "error_kind = "+param(), "error_message = "+param())
+	}
+	if sh.approval {
+		set = append(set, "approval = "+param())
+	}
 	ownerCheck := ""
 	if sh.from == ledger.StateProcessing {
-		ownerCheck = " AND owner = $14"
+		ownerCheck = " AND owner = " + param()
 	}
-	q := `UPDATE records SET
-		state = '` + string(sh.to) + `',
-		owner = coalesce($4, owner),
-		lease_until = $10,
-		result = coalesce($5, result),
-		compacted = CASE WHEN $5::bytea IS NULL THEN compacted ELSE $6 END,
-		error_kind = coalesce($7, error_kind),
-		error_message = coalesce($8, error_message),
-		approval = coalesce($9, approval),
-		attempts = attempts + $11,
-		op_token = $12,
-		updated_at = $13
+	q := `UPDATE records SET ` + strings.Join(set, ", ") + `
 	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
 		AND state = '` + string(sh.from) + `'` + ownerCheck + `
 	RETURNING ` + strings.Join(sh.returning(), ", ")
 	transitionSQLs.Store(sh, q)
 	return q
+}
+
+// transitionArgs lists the parameters of transitionSQL(sh) for t.
+func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Time, token []byte, now time.Time,
+	kind, msg *string, approval []byte) []any {
+	args := []any{t.Tenant, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
+	if sh.to == ledger.StateProcessing {
+		args = append(args, t.Owner)
+	}
+	if sh.result {
+		args = append(args, []byte(t.Result), t.Compacted)
+	}
+	if sh.errorText {
+		args = append(args, *kind, *msg)
+	}
+	if sh.approval {
+		args = append(args, approval)
+	}
+	if sh.from == ledger.StateProcessing {
+		args = append(args, t.Owner)
+	}
+	return args
 }
 
 // returning lists the columns transitionSQL returns, in the order
@@ -220,9 +252,8 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 		l := now.Add(orDefault(t.Lease, ledger.DefaultLease))
 		leaseUntil = &l
 	}
-	var owner, kind, msg *string
+	var kind, msg *string
 	if t.To == ledger.StateProcessing {
-		owner = &t.Owner
 		// A new execution starts without the last one's error.
 		empty := ""
 		kind, msg = &empty, &empty
@@ -243,12 +274,8 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 	)
 	err := s.with(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		args := []any{t.Tenant, t.Tool, t.Key, owner, nilIfNil(t.Result), t.Compacted, kind, msg,
-			nilIfNil(approval), leaseUntil, t.AddAttempts, token, now}
-		if t.From == ledger.StateProcessing {
-			args = append(args, t.Owner)
-		}
-		sh := transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: kind != nil}
+		sh := transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: kind != nil, approval: approval != nil}
+		args := transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
 		out, meta, err = scanTransitioned(c.QueryRow(ctx, transitionSQL(sh), args...), sh, t, kind, msg, leaseUntil, now, token)
 		return err
 	})
@@ -289,12 +316,4 @@ func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease tim
 	}
 	return fmt.Errorf("postgres: renew %s key %s: the record is %s owned by %q, not %q: %w",
 		id.Tool, ledger.ShortHash(id.Key), cur.State, cur.Owner, owner, ledger.ErrLeaseLost)
-}
-
-// nilIfNil keeps a nil raw message NULL and an empty one an empty bytea.
-func nilIfNil(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return b
 }
