@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -90,7 +89,9 @@ func (c *Client) replay(op *operation, rec *ledger.Record) (*Outcome, error) {
 // stored JSON.
 func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	res := new(mcp.CallToolResult)
-	if err := json.Unmarshal(rec.Result, res); err != nil {
+	// Straight to go-sdk's decoder: json.Unmarshal would first scan the
+	// stored bytes, which the store wrote from a valid result.
+	if err := res.UnmarshalJSON(rec.Result); err != nil {
 		return nil, fmt.Errorf("client: stored result of %s is not a CallToolResult: %w", rec.Tool, err)
 	}
 	meta := mcp.Meta{}
