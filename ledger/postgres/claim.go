@@ -64,7 +64,7 @@ const (
 // back and compares the write token it stored: the caller wins exactly when
 // its own write committed.
 func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
-	if err := validateClaim(req); err != nil {
+	if err := req.Validate(); err != nil {
 		return ledger.Claim{}, err
 	}
 	if req.ReusePolicy == "" {
@@ -218,23 +218,6 @@ func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil *time.Time
 		r.LeaseUntil = *leaseUntil
 	}
 	return r
-}
-
-func validateClaim(req ledger.ClaimRequest) error {
-	if err := req.ID.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case req.Fingerprint == "":
-		return errors.New("postgres: claim: empty fingerprint")
-	case req.Owner == "" && !req.NeedsApproval:
-		return errors.New("postgres: claim: empty owner; a PROCESSING lease needs one")
-	case req.ReusePolicy != "" && req.ReusePolicy != ledger.Reexecute && req.ReusePolicy != ledger.Verify:
-		return fmt.Errorf("postgres: claim: unknown reuse policy %q", req.ReusePolicy)
-	case req.Lease < 0 || req.Retention < 0:
-		return errors.New("postgres: claim: negative lease or retention")
-	}
-	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -87,7 +87,7 @@ const (
 // existing row is replaced only when expired, taken over only when
 // RETRYABLE, and otherwise returned to the follower.
 func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
-	if err := validateClaim(req); err != nil {
+	if err := req.Validate(); err != nil {
 		return ledger.Claim{}, err
 	}
 	lease := durationOr(req.Lease, ledger.DefaultLease)
@@ -213,23 +213,6 @@ func follow(r *ledger.Record, req ledger.ClaimRequest) (ledger.Claim, error) {
 			req.Tool, ledger.ShortHash(req.Key), r.Fingerprint, req.Fingerprint, ledger.ErrKeyReused)
 	}
 	return c, nil
-}
-
-func validateClaim(req ledger.ClaimRequest) error {
-	if err := req.ID.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case req.Fingerprint == "":
-		return errors.New("sqlite: claim: empty fingerprint")
-	case req.Owner == "" && !req.NeedsApproval:
-		return errors.New("sqlite: claim: empty owner; a PROCESSING lease needs one")
-	case req.ReusePolicy != "" && req.ReusePolicy != ledger.Reexecute && req.ReusePolicy != ledger.Verify:
-		return fmt.Errorf("sqlite: claim: unknown reuse policy %q", req.ReusePolicy)
-	case req.Lease < 0 || req.Retention < 0:
-		return errors.New("sqlite: claim: negative lease or retention")
-	}
-	return nil
 }
 
 // Transition implements ledger.Store.
