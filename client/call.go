@@ -128,9 +128,14 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 // any write. It is only a shortcut: when it finds nothing final, the claim
 // decides as always.
 func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error, bool) {
-	rec, err := c.store.Get(ctx, op.id)
-	if err != nil || rec.Tombstone || !rec.State.Final() || !c.opts.Now().Before(rec.ExpiresAt) {
-		return nil, nil, false
+	now := c.opts.Now()
+	rec, ok := c.finals.get(op.id, now)
+	if !ok {
+		var err error
+		if rec, err = c.store.Get(ctx, op.id); err != nil || rec.Tombstone || !rec.State.Final() || !now.Before(rec.ExpiresAt) {
+			return nil, nil, false
+		}
+		c.finals.put(rec)
 	}
 	if rec.Fingerprint != op.fp {
 		return nil, c.fail(op, rec, fmt.Errorf("%w: key %s", ledger.ErrKeyReused, op.id.Key)), true

@@ -114,6 +114,8 @@ type Client struct {
 	// keyArg caches, per *mcp.Tool, whether its schema declares the key
 	// argument.
 	keyArg sync.Map
+	// finals answers repeats of finished operations without a ledger read.
+	finals finals
 
 	// mu guards session and tools.
 	mu      sync.Mutex

@@ -353,3 +353,42 @@ func TestCancelDuringBackoffReturnsAtOnce(t *testing.T) {
 		t.Fatalf("TotalExecutions = %d; want 0", got)
 	}
 }
+
+// TestReplaysAreIndependentCopies: a process remembers finished results;
+// each replay must still be the caller's own copy.
+func TestReplaysAreIndependentCopies(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := client.WithKey(context.Background(), "copies")
+	first, err := f.c.CallTool(ctx, write("a", 1))
+	if err != nil {
+		t.Fatalf("CallTool = %v", err)
+	}
+	want, err := json.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		res, err := f.c.CallTool(ctx, write("a", 1))
+		if err != nil {
+			t.Fatalf("replay %d = %v", i, err)
+		}
+		delete(res.Meta, client.MetaReplay)
+		if len(res.Meta) == 0 {
+			res.Meta = nil
+		}
+		got, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("replay %d = %s; want %s", i, got, want)
+		}
+		// Scribble over everything the caller got.
+		res.Content[0].(*mcp.TextContent).Text = "changed"
+		res.StructuredContent.(map[string]any)["id"] = "changed"
+		res.Meta = mcp.Meta{"x": 1}
+	}
+	if got := f.srv.Executions("copies"); got != 1 {
+		t.Fatalf("Executions = %d; want 1", got)
+	}
+}

@@ -92,6 +92,7 @@ func (c *Client) complete(ctx context.Context, op *operation, res *mcp.CallToolR
 	if err != nil {
 		return nil, fmt.Errorf("client: record result of %s (key %s): %w", op.name, op.id.Key, err)
 	}
+	c.finals.put(rec)
 	return &Outcome{Result: res, Key: op.id.Key, Record: rec, Attempts: attempts, Decision: op.decision}, nil
 }
 

@@ -76,7 +76,7 @@ func (c *Client) replay(op *operation, rec *ledger.Record) (*Outcome, error) {
 		// server): replay the same error.
 		return nil, c.fail(op, rec, fmt.Errorf("client: %s rejected the call earlier (%s): %s", rec.Tool, rec.ErrorKind, rec.ErrorMessage))
 	}
-	res, err := Replay(rec)
+	res, err := c.replayResult(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +88,46 @@ func (c *Client) replay(op *operation, rec *ledger.Record) (*Outcome, error) {
 // its _meta. Apart from that one _meta entry the result marshals to the
 // stored JSON.
 func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+	res, err := decodeResult(rec)
+	if err != nil {
+		return nil, err
+	}
+	mark(res, rec)
+	return res, nil
+}
+
+// replayResult is Replay with the decoded result remembered for finished
+// records this process keeps: later replays copy it instead of decoding.
+func (c *Client) replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
+	if t := c.finals.template(rec); t != nil {
+		if cp, ok := copyResult(t); ok {
+			mark(cp, rec)
+			return cp, nil
+		}
+	}
+	res, err := decodeResult(rec)
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := copyResult(res); ok {
+		c.finals.setTemplate(rec, t)
+	}
+	mark(res, rec)
+	return res, nil
+}
+
+func decodeResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	res := new(mcp.CallToolResult)
 	// Straight to go-sdk's decoder: json.Unmarshal would first scan the
 	// stored bytes, which the store wrote from a valid result.
 	if err := res.UnmarshalJSON(rec.Result); err != nil {
 		return nil, fmt.Errorf("client: stored result of %s is not a CallToolResult: %w", rec.Tool, err)
 	}
+	return res, nil
+}
+
+// mark adds the replay marker to a fresh _meta map of res.
+func mark(res *mcp.CallToolResult, rec *ledger.Record) {
 	meta := mcp.Meta{}
 	for k, v := range res.Meta {
 		meta[k] = v
@@ -102,7 +136,6 @@ func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 		Key: rec.Key, State: rec.State, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
 	}
 	res.Meta = meta
-	return res, nil
 }
 
 // fail builds the caller's error for op, with the model-facing text.

@@ -1,0 +1,95 @@
+package client
+
+import (
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// finals remembers finished records this process has seen. A final record
+// (SUCCEEDED, FAILED, DENIED) never changes: the state table has no edge out
+// of it, and a store replaces it only after ExpiresAt. So until then a
+// repeat can be answered from memory, without reading the ledger. The zero
+// value is ready to use.
+type finals struct {
+	// mu guards m and bytes.
+	mu    sync.Mutex
+	m     map[ledger.ID]*final
+	bytes int
+}
+
+// final is a remembered record and, once replayed, its decoded result: a
+// private template that callers only ever get copies of.
+type final struct {
+	rec  *ledger.Record
+	tmpl *mcp.CallToolResult
+}
+
+// finalsBudget bounds the result bytes kept in memory.
+const finalsBudget = 16 << 20
+
+// get returns the remembered record of id while it has not expired.
+func (f *finals) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[id]
+	if !ok {
+		return nil, false
+	}
+	if !now.Before(e.rec.ExpiresAt) {
+		f.drop(id, e.rec)
+		return nil, false
+	}
+	return e.rec, true
+}
+
+// template returns the decoded result remembered for r, if any.
+func (f *finals) template(r *ledger.Record) *mcp.CallToolResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.m[r.ID]; ok && e.rec == r {
+		return e.tmpl
+	}
+	return nil
+}
+
+// setTemplate remembers the decoded result of r while r is remembered.
+func (f *finals) setTemplate(r *ledger.Record, t *mcp.CallToolResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.m[r.ID]; ok && e.rec == r {
+		e.tmpl = t
+	}
+}
+
+// put remembers r when it is final. Entries are evicted in no particular
+// order once the budget is reached; a miss only costs a ledger read.
+func (f *finals) put(r *ledger.Record) {
+	if r == nil || r.Tombstone || !r.State.Final() || len(r.Result) > finalsBudget/4 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[ledger.ID]*final{}
+	}
+	if old, ok := f.m[r.ID]; ok {
+		f.drop(r.ID, old.rec)
+	}
+	for id, old := range f.m {
+		if f.bytes+len(r.Result) <= finalsBudget {
+			break
+		}
+		f.drop(id, old.rec)
+	}
+	f.m[r.ID] = &final{rec: r}
+	f.bytes += len(r.Result)
+}
+
+func (f *finals) drop(id ledger.ID, r *ledger.Record) {
+	delete(f.m, id)
+	f.bytes -= len(r.Result)
+}
