@@ -234,14 +234,7 @@ func (d *demo) lostAnswer() error {
 	args := payment(2500, "EUR", "initech")
 	d.say("%s with key demo-%s-lost; the network will drop the server's answer", describe(args), d.run)
 	op, out, err := d.pay(cl, client.WithKey(d.ctx, "demo-"+d.run+"-lost"), "lost answer", args)
-	if d.denied(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("demo step %d: %w", d.step, err)
-	}
-	d.paid(op, out)
-	return nil
+	return d.settled(op, out, err)
 }
 
 func (d *demo) stalled() error {
@@ -254,14 +247,7 @@ func (d *demo) stalled() error {
 	args := payment(3000, "EUR", "umbrella")
 	d.say("%s; the bank takes 1.5 s, the agent waits 0.5 s per attempt", describe(args))
 	op, out, err := d.pay(cl, client.WithKey(d.ctx, "demo-"+d.run+"-stall"), "stalled server", args)
-	if d.denied(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("demo step %d: %w", d.step, err)
-	}
-	d.paid(op, out)
-	return nil
+	return d.settled(op, out, err)
 }
 
 func (d *demo) replanned() error {
@@ -389,4 +375,17 @@ func (d *demo) tool(cl *client.Client) (*mcp.Tool, error) {
 func paymentText(r *mcp.CallToolResult) string {
 	text, _, _ := strings.Cut(resultText(r), "\n")
 	return text
+}
+
+// settled tells how a step's payment ended: denied (the story goes on),
+// failed (the demo stops), or paid.
+func (d *demo) settled(op *demoOp, out *client.Outcome, err error) error {
+	if d.denied(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("demo step %d: %w", d.step, err)
+	}
+	d.paid(op, out)
+	return nil
 }
