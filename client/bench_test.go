@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"time"
+
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
@@ -70,26 +73,131 @@ func BenchmarkCallToolReplay(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreClaimComplete is the ledger's own part of a new operation
-// (claim, then SUCCEEDED with a small result) on the same store settings as
-// BenchmarkCallToolLedger: what the wrapper adds beyond it and the bare call
-// is the wrapper's own cost.
-func BenchmarkStoreClaimComplete(b *testing.B) {
+// ledgerPart is the ledger's own part of one new operation: the claim and
+// the completion the wrapper writes for call i of BenchmarkCallToolLedger
+// (same session, owner, lease, retention, arguments, fingerprint and
+// result size).
+type ledgerPart struct {
+	st     *sqlite.Store
+	owner  string
+	result []byte
+}
+
+func newLedgerPart(b *testing.B) *ledgerPart {
 	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	b.Cleanup(func() { st.Close() })
+	return &ledgerPart{st: st, owner: "host:12345:0123abcd",
+		result: []byte(`{"content":[{"type":"text","text":"wrote 1234 amount 1 (execution 1 of key \"k1234\")"}],"structuredContent":{"amount":1,"execution":1,"id":"1234","key":"k1234"}}`)}
+}
+
+func (l *ledgerPart) claim(b *testing.B, ctx context.Context, i int) ledger.ID {
+	args := fmt.Appendf(nil, `{"amount":1,"id":"%d"}`, i)
+	fp, err := ledger.Fingerprint(args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := ledger.ID{Tenant: "default", Tool: "write", Key: fmt.Sprintf("k%d", i)}
+	if _, err := l.st.Claim(ctx, ledger.ClaimRequest{
+		ID: id, Session: "s-0123456789abcdef", Fingerprint: fp, Arguments: args,
+		Owner: l.owner, Lease: ledger.DefaultLease, Retention: 24 * time.Hour,
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+func (l *ledgerPart) complete(b *testing.B, ctx context.Context, id ledger.ID) {
+	if _, err := l.st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: l.owner, Result: l.result, AddAttempts: 1}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkStoreClaimComplete is the ledger's own part of a new operation
+// (claim, then SUCCEEDED with the call's result) on the same store
+// settings as BenchmarkCallToolLedger.
+func BenchmarkStoreClaimComplete(b *testing.B) {
+	l := newLedgerPart(b)
 	ctx := context.Background()
-	result := []byte(`{"content":[{"type":"text","text":"ok"}]}`)
 	b.ResetTimer()
 	for i := range b.N {
-		id := ledger.ID{Tenant: "default", Tool: "write", Key: fmt.Sprintf("k%d", i)}
-		if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "bench"}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "bench", Result: result}); err != nil {
-			b.Fatal(err)
-		}
+		l.complete(b, ctx, l.claim(b, ctx, i))
 	}
+}
+
+// BenchmarkCallToolByHand is the bare call between the ledger's own claim
+// and completion, written out by hand: the floor of any wrapper over this
+// ledger, measured in one loop so that the store's and the session's costs
+// meet as they do in BenchmarkCallToolLedger. What the wrapper adds beyond
+// it is the wrapper's own cost.
+func BenchmarkCallToolByHand(b *testing.B) {
+	srv := mcptest.New(nil)
+	defer srv.Close()
+	cs := srv.ConnectInMemory(context.Background(), b, nil)
+	l := newLedgerPart(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		id := l.claim(b, ctx, i)
+		p := write(fmt.Sprint(i), 1)
+		p.Meta = mcp.Meta{client.MetaKey: id.Key}
+		if _, err := cs.CallTool(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		l.complete(b, ctx, id)
+	}
+}
+
+// BenchmarkWrapperOverhead interleaves four things in one loop, each on
+// its own store and session so that all four meet the same machine state:
+// a new operation through the wrapper, the same work by hand (claim, bare
+// call with the key in _meta, complete), the bare call alone and the
+// ledger's part alone. Besides each one's time per operation it reports
+// the wrapper's cost beyond the bare call and the ledger's part
+// (beyond-ns/op: wrapper − bare − store) and beyond the same work by hand
+// (own-ns/op: wrapper − by hand).
+func BenchmarkWrapperOverhead(b *testing.B) {
+	ctx := context.Background()
+	c := benchClient(b)
+	srv := mcptest.New(nil)
+	b.Cleanup(func() { srv.Close() })
+	byHandSession := srv.ConnectInMemory(ctx, b, nil)
+	bareSession := srv.ConnectInMemory(ctx, b, nil)
+	byHand, alone := newLedgerPart(b), newLedgerPart(b)
+	var wrapped, manual, bare, store time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		if _, err := c.CallTool(client.WithKey(ctx, fmt.Sprintf("k%d", i)), write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		id := byHand.claim(b, ctx, i)
+		p := write(fmt.Sprint(i), 1)
+		p.Meta = mcp.Meta{client.MetaKey: id.Key}
+		if _, err := byHandSession.CallTool(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		byHand.complete(b, ctx, id)
+		t2 := time.Now()
+		if _, err := bareSession.CallTool(ctx, write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		alone.complete(b, ctx, alone.claim(b, ctx, i))
+		t4 := time.Now()
+		wrapped += t1.Sub(t0)
+		manual += t2.Sub(t1)
+		bare += t3.Sub(t2)
+		store += t4.Sub(t3)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(wrapped)/n, "wrapper-ns/op")
+	b.ReportMetric(float64(manual)/n, "byhand-ns/op")
+	b.ReportMetric(float64(bare)/n, "bare-ns/op")
+	b.ReportMetric(float64(store)/n, "store-ns/op")
+	b.ReportMetric(float64(wrapped-bare-store)/n, "beyond-ns/op")
+	b.ReportMetric(float64(wrapped-manual)/n, "own-ns/op")
 }

@@ -124,18 +124,14 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	return c.shared(ctx, op)
 }
 
-// fastReplay answers a repeat of a finished operation with one read, before
-// any write. It is only a shortcut: when it finds nothing final, the claim
-// decides as always.
+// fastReplay answers a repeat of an operation this process saw finish
+// from memory. Everything else goes to the claim, which returns the
+// existing record to a caller that loses it: a read first would only add a
+// round trip to every new operation.
 func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error, bool) {
-	now := c.opts.Now()
-	rec, ok := c.finals.get(op.id, now)
+	rec, ok := c.finals.get(op.id, c.opts.Now())
 	if !ok {
-		var err error
-		if rec, err = c.store.Get(ctx, op.id); err != nil || rec.Tombstone || !rec.State.Final() || !now.Before(rec.ExpiresAt) {
-			return nil, nil, false
-		}
-		c.finals.put(rec)
+		return nil, nil, false
 	}
 	if rec.Fingerprint != op.fp {
 		return nil, c.fail(op, rec, fmt.Errorf("%w: key %s", ledger.ErrKeyReused, op.id.Key)), true
@@ -156,29 +152,24 @@ func newKey() string { return "r1." + randomHex(16) }
 // callers of the same key wait for and share that one execution.
 func (c *Client) shared(ctx context.Context, op *operation) (*Outcome, error) {
 	fk := op.id.Tenant + "\x00" + op.id.Tool + "\x00" + op.id.Key
-	ch := c.flights.DoChan(fk, func() (any, error) {
+	o, err, gaveUp := c.flights.do(ctx, fk, func() (*Outcome, error) {
 		return c.execute(ctx, op)
 	})
-	select {
-	case <-ctx.Done():
-		return nil, &Error{Tool: op.name, Key: op.id.Key, Err: ctx.Err(),
+	if gaveUp {
+		return nil, &Error{Tool: op.name, Key: op.id.Key, Err: err,
 			Text: fmt.Sprintf("The call to %s (key %s) is still running; ask ledger_status with this key before calling again.", op.name, op.id.Key)}
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		o := r.Val.(*Outcome)
-		if r.Shared {
-			// Each caller gets its own copy to mutate.
-			return o.clone()
-		}
-		return o, nil
 	}
+	return o, err
 }
 
+// clone copies o for a caller that shares it, down to the result.
 func (o *Outcome) clone() (*Outcome, error) {
 	cp := *o
 	if o.Result == nil {
+		return &cp, nil
+	}
+	if r, ok := copyResult(o.Result); ok {
+		cp.Result = r
 		return &cp, nil
 	}
 	raw, err := json.Marshal(o.Result)
@@ -207,7 +198,13 @@ func marshalArgs(a any) (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client: arguments do not marshal to JSON: %w", err)
 		}
-		raw = b
+		if len(b) == 0 || b[0] != '{' {
+			if bytes.Equal(b, []byte("null")) {
+				return json.RawMessage("{}"), nil
+			}
+			return nil, errors.New("client: arguments must be a JSON object")
+		}
+		return b, nil // json.Marshal writes compact, valid JSON
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {

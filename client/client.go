@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
@@ -110,7 +109,7 @@ type Client struct {
 	tel     *telemetry.Telemetry
 
 	// flights shares one execution among same-key calls in this process.
-	flights singleflight.Group
+	flights flightGroup
 	// keyArg caches, per *mcp.Tool, whether its schema declares the key
 	// argument.
 	keyArg sync.Map

@@ -1,11 +1,13 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -64,7 +66,9 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 
 // complete records a result the server returned and hands it to the caller.
 func (c *Client) complete(ctx context.Context, op *operation, res *mcp.CallToolResult, attempts int) (*Outcome, error) {
-	raw, err := json.Marshal(res)
+	// go-sdk's own encoder writes compact JSON; json.Marshal would only
+	// scan and copy it once more.
+	raw, err := res.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("client: encode result of %s: %w", op.name, err)
 	}
@@ -158,23 +162,46 @@ func deadSession(err error) bool {
 }
 
 // params builds fresh params and a fresh _meta for one attempt: go-sdk
-// writes protocol fields into the map it is given.
+// writes protocol fields into the map it is given. The arguments go out as
+// the JSON they were fingerprinted from, decoded only to add the key
+// argument when the tool declares one.
 func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
-	meta := mcp.Meta{}
+	meta := make(mcp.Meta, len(op.params.Meta)+1)
 	for k, v := range op.params.Meta {
 		meta[k] = v
 	}
-	var args map[string]any
-	if err := json.Unmarshal(op.args, &args); err != nil || args == nil {
-		args = map[string]any{} // marshalArgs already proved op.args is an object
-	}
+	var args any = op.args
 	if keyed {
 		meta[MetaKey] = op.id.Key
 		if c.declaresKeyArg(op.tool) {
-			args[ArgKey] = op.id.Key
+			args = withKeyArg(op.args, op.id.Key)
 		}
 	}
 	return &mcp.CallToolParams{Meta: meta, Name: op.name, Arguments: args}
+}
+
+// withKeyArg returns the argument object with idempotency_key set to key.
+// Keys are [A-Za-z0-9._:~-] (ledger.ValidateKey), so the key is spliced in
+// as it is; arguments that may already name the field are decoded instead.
+func withKeyArg(args json.RawMessage, key string) any {
+	if bytes.Contains(args, []byte(`"`+ArgKey+`"`)) || bytes.IndexByte(args, '\\') >= 0 {
+		var m map[string]any
+		if err := json.Unmarshal(args, &m); err != nil || m == nil {
+			m = map[string]any{} // marshalArgs already proved args is an object
+		}
+		m[ArgKey] = key
+		return m
+	}
+	body := bytes.TrimSpace(args[1:]) // after '{'
+	out := make([]byte, 0, len(args)+len(ArgKey)+len(key)+8)
+	out = append(out, `{"`+ArgKey+`":"`...)
+	out = append(out, key...)
+	out = append(out, '"')
+	if len(body) > 0 && body[0] != '}' {
+		out = append(out, ',')
+	}
+	out = append(out, body...)
+	return json.RawMessage(out)
 }
 
 // declaresKeyArg reports whether the tool's input schema has an
@@ -210,29 +237,39 @@ func schemaDeclaresKey(t *mcp.Tool) bool {
 	return ok
 }
 
-// keepLease renews the PROCESSING lease until the returned func is called.
+// keepLease renews the PROCESSING lease every Lease/3 until the returned
+// func is called; stop waits for a renewal under way. A timer, not a
+// goroutine: most calls end long before the first renewal.
 func (c *Client) keepLease(ctx context.Context, op *operation) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(c.opts.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				bg, cancel := c.recordCtx(ctx)
-				err := c.store.Renew(bg, op.id, c.opts.Owner, c.opts.Lease)
-				cancel()
-				if err != nil {
-					c.log.Warn("lease renewal failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
-				}
-			}
+	every := c.opts.Lease / 3
+	var (
+		mu      sync.Mutex // held by a renewal and by stop
+		stopped bool
+		t       *time.Timer
+	)
+	renew := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
-	return func() { close(done); <-finished }
+		bg, cancel := c.recordCtx(ctx)
+		err := c.store.Renew(bg, op.id, c.opts.Owner, c.opts.Lease)
+		cancel()
+		if err != nil {
+			c.log.Warn("lease renewal failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
+		}
+		t.Reset(every)
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, renew)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // passthrough calls a read-only tool without the ledger. Reads are safe to
