@@ -69,6 +69,9 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 			}
 		}
 	}
+	if canon, ok := canonicalSorted(trimmed); ok {
+		return canon, nil
+	}
 	canon, err := jcs.Transform(trimmed)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
@@ -84,11 +87,26 @@ func mayHoldExcluded(doc []byte, exclude []string) bool {
 	if bytes.IndexByte(doc, '\\') >= 0 {
 		return true
 	}
-	for _, list := range [][]string{DefaultExcluded, exclude} {
-		for _, name := range list {
-			if bytes.Contains(doc, []byte(`"`+name+`"`)) {
-				return true
-			}
+	for i := bytes.IndexByte(doc, '"'); i >= 0; {
+		rest := doc[i+1:]
+		if quotedIn(rest, DefaultExcluded) || quotedIn(rest, exclude) {
+			return true
+		}
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// quotedIn reports whether rest starts with one of names and its closing
+// quote.
+func quotedIn(rest []byte, names []string) bool {
+	for _, n := range names {
+		if len(rest) > len(n) && rest[len(n)] == '"' && string(rest[:len(n)]) == n {
+			return true
 		}
 	}
 	return false
