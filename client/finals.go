@@ -18,7 +18,7 @@ type finals struct {
 	// mu guards m and bytes.
 	mu    sync.Mutex
 	m     map[ledger.ID]*final
-	bytes int
+	bytes int // sum of size over m
 }
 
 // final is a remembered record and, once replayed, its decoded result: a
@@ -28,8 +28,21 @@ type final struct {
 	tmpl *mcp.CallToolResult
 }
 
-// finalsBudget bounds the result bytes kept in memory.
+// finalsBudget bounds the memory the remembered records take, as size
+// counts it.
 const finalsBudget = 16 << 20
+
+// recordOverhead approximates what a remembered record costs beyond its
+// variable-length fields (the Record and final structs, times, map entry).
+const recordOverhead = 512
+
+// size approximates the memory r takes while remembered; a decoded
+// template is counted as a second copy of the result.
+func size(r *ledger.Record) int {
+	return recordOverhead + 2*len(r.Result) + len(r.Arguments) + len(r.Tenant) + len(r.Tool) +
+		len(r.Key) + len(r.Session) + len(r.Fingerprint) + len(r.Owner) + len(r.ErrorKind) +
+		len(r.ErrorMessage) + len(r.TraceID) + len(r.SpanID)
+}
 
 // get returns the remembered record of id while it has not expired.
 func (f *finals) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
@@ -68,7 +81,11 @@ func (f *finals) setTemplate(r *ledger.Record, t *mcp.CallToolResult) {
 // put remembers r when it is final. Entries are evicted in no particular
 // order once the budget is reached; a miss only costs a ledger read.
 func (f *finals) put(r *ledger.Record) {
-	if r == nil || r.Tombstone || !r.State.Final() || len(r.Result) > finalsBudget/4 {
+	if r == nil || r.Tombstone || !r.State.Final() {
+		return
+	}
+	n := size(r)
+	if n > finalsBudget/4 {
 		return
 	}
 	f.mu.Lock()
@@ -80,16 +97,16 @@ func (f *finals) put(r *ledger.Record) {
 		f.drop(r.ID, old.rec)
 	}
 	for id, old := range f.m {
-		if f.bytes+len(r.Result) <= finalsBudget {
+		if f.bytes+n <= finalsBudget {
 			break
 		}
 		f.drop(id, old.rec)
 	}
 	f.m[r.ID] = &final{rec: r}
-	f.bytes += len(r.Result)
+	f.bytes += n
 }
 
 func (f *finals) drop(id ledger.ID, r *ledger.Record) {
 	delete(f.m, id)
-	f.bytes -= len(r.Result)
+	f.bytes -= size(r)
 }

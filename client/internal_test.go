@@ -3,9 +3,13 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
 )
 
 func TestWithKeyArg(t *testing.T) {
@@ -76,5 +80,37 @@ func TestFlightPanicReleasesWaiters(t *testing.T) {
 	}
 	if len(g.m) != 0 {
 		t.Fatalf("flights left behind: %d", len(g.m))
+	}
+}
+
+// Records with tiny results still count what they cost in memory, so the
+// remembered set stays bounded however small the results are.
+func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
+	var f finals
+	now := time.Now()
+	for i := range 3 * finalsBudget / recordOverhead {
+		f.put(&ledger.Record{
+			ID:        ledger.ID{Tenant: "t", Tool: "write", Key: fmt.Sprintf("k%d", i)},
+			State:     ledger.StateSucceeded,
+			Result:    json.RawMessage(`{"content":[]}`),
+			ExpiresAt: now.Add(time.Hour),
+		})
+	}
+	if f.bytes > finalsBudget {
+		t.Fatalf("remembered %d bytes; the budget is %d", f.bytes, finalsBudget)
+	}
+	if max := finalsBudget / recordOverhead; len(f.m) > max {
+		t.Fatalf("remembered %d records; at most %d fit the budget", len(f.m), max)
+	}
+	sum := 0
+	for _, e := range f.m {
+		sum += size(e.rec)
+	}
+	if sum != f.bytes {
+		t.Fatalf("bytes = %d; the remembered records take %d", f.bytes, sum)
+	}
+	last := ledger.ID{Tenant: "t", Tool: "write", Key: fmt.Sprintf("k%d", 3*finalsBudget/recordOverhead-1)}
+	if _, ok := f.get(last, now); !ok {
+		t.Fatal("the record put last is not remembered")
 	}
 }
