@@ -39,12 +39,18 @@ func Stop(err error) error {
 // attempt, op is not called.
 func Do(ctx context.Context, p *Policy, op func(ctx context.Context, attempt int) error) error {
 	pol := p.withDefaults()
-	caps := pol.caps() // starts the elapsed-time clock
-	timer := pol.Timer
-	if timer == nil {
-		timer = &realTimer{}
-	}
-	defer timer.Stop()
+	start := pol.Clock.Now()
+	// The caps and the timer are made at the first retry: most calls
+	// succeed at once and never need them.
+	var (
+		caps  *backoff.ExponentialBackOff
+		timer = pol.Timer
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -66,17 +72,23 @@ func Do(ctx context.Context, p *Policy, op func(ctx context.Context, attempt int
 			return fmt.Errorf("%w after %d attempts: %w", ErrExhausted, attempt, last)
 		}
 
+		if caps == nil {
+			caps = pol.caps()
+		}
 		next := pol.jitter(caps.NextBackOff())
 		if after, ok := RetryAfter(last); ok && after > next {
 			next = after
 		}
-		if pol.MaxElapsed > 0 && caps.GetElapsedTime()+next > pol.MaxElapsed {
-			return fmt.Errorf("%w after %d attempts in %v: %w", ErrExhausted, attempt, caps.GetElapsedTime(), last)
+		if elapsed := pol.Clock.Now().Sub(start); pol.MaxElapsed > 0 && elapsed+next > pol.MaxElapsed {
+			return fmt.Errorf("%w after %d attempts in %v: %w", ErrExhausted, attempt, elapsed, last)
 		}
 		if pol.OnRetry != nil {
 			pol.OnRetry(last, next, attempt)
 		}
 
+		if timer == nil {
+			timer = &realTimer{}
+		}
 		timer.Start(next)
 		select {
 		case <-ctx.Done():
