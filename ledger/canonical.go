@@ -100,19 +100,8 @@ func (c *canonPass) object(depth int) bool {
 		if !c.value(depth + 1) {
 			return false
 		}
-		c.space()
-		if c.i >= len(c.in) {
-			return false
-		}
-		switch c.in[c.i] {
-		case ',':
-			c.i++
-		case '}':
-			c.i++
-			c.out = append(c.out, '}')
-			return true
-		default:
-			return false
+		if end, ok := c.after('}'); !ok || end {
+			return ok
 		}
 	}
 }
@@ -134,21 +123,29 @@ func (c *canonPass) array(depth int) bool {
 		if !c.value(depth + 1) {
 			return false
 		}
-		c.space()
-		if c.i >= len(c.in) {
-			return false
-		}
-		switch c.in[c.i] {
-		case ',':
-			c.i++
-		case ']':
-			c.i++
-			c.out = append(c.out, ']')
-			return true
-		default:
-			return false
+		if end, ok := c.after(']'); !ok || end {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or element: a comma (another one comes)
+// or the closing byte, which it writes (end).
+func (c *canonPass) after(closing byte) (end, ok bool) {
+	c.space()
+	if c.i >= len(c.in) {
+		return false, false
+	}
+	switch c.in[c.i] {
+	case ',':
+		c.i++
+		return false, true
+	case closing:
+		c.i++
+		c.out = append(c.out, closing)
+		return true, true
+	}
+	return false, false
 }
 
 // str copies a string without escapes or control characters, which RFC
