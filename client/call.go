@@ -193,18 +193,18 @@ func marshalArgs(a any) (json.RawMessage, error) {
 		raw = v
 	case []byte:
 		raw = v
+	case map[string]any:
+		if v == nil {
+			return json.RawMessage("{}"), nil
+		}
+		// The usual case, written without encoding/json's reflection;
+		// TestMarshalArgsAsEncodingJSON holds it to json.Marshal's bytes.
+		if b, ok := appendValue(make([]byte, 0, 256), v); ok {
+			return b, nil
+		}
+		return marshalObject(a)
 	default:
-		b, err := json.Marshal(a)
-		if err != nil {
-			return nil, fmt.Errorf("client: arguments do not marshal to JSON: %w", err)
-		}
-		if len(b) == 0 || b[0] != '{' {
-			if bytes.Equal(b, []byte("null")) {
-				return json.RawMessage("{}"), nil
-			}
-			return nil, errors.New("client: arguments must be a JSON object")
-		}
-		return b, nil // json.Marshal writes compact, valid JSON
+		return marshalObject(a)
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -214,6 +214,21 @@ func marshalArgs(a any) (json.RawMessage, error) {
 		return nil, errors.New("client: arguments must be a JSON object")
 	}
 	return raw, nil
+}
+
+// marshalObject is json.Marshal for arguments of any Go type.
+func marshalObject(a any) (json.RawMessage, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("client: arguments do not marshal to JSON: %w", err)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		if bytes.Equal(b, []byte("null")) {
+			return json.RawMessage("{}"), nil
+		}
+		return nil, errors.New("client: arguments must be a JSON object")
+	}
+	return b, nil // json.Marshal writes compact, valid JSON
 }
 
 func (c *Client) readOnly(op *operation) bool {

@@ -66,9 +66,7 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 
 // complete records a result the server returned and hands it to the caller.
 func (c *Client) complete(ctx context.Context, op *operation, res *mcp.CallToolResult, attempts int) (*Outcome, error) {
-	// go-sdk's own encoder writes compact JSON; json.Marshal would only
-	// scan and copy it once more.
-	raw, err := res.MarshalJSON()
+	raw, err := encodeResult(res)
 	if err != nil {
 		return nil, fmt.Errorf("client: encode result of %s: %w", op.name, err)
 	}
