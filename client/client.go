@@ -201,6 +201,15 @@ func (c *Client) Session() *mcp.ClientSession {
 	return c.session
 }
 
+// LedgerServer is an MCP server with ledger_status and ledger_list over
+// this client's calls: its tenant and session, and its per-tool argument
+// exclusions, so that ledger_status asked by arguments finds a call just as
+// the re-planning guard does. Mount it in-process over
+// mcp.NewInMemoryTransports or serve it to the model's host.
+func (c *Client) LedgerServer() *mcp.Server {
+	return planner.NewServerWith(c.store, c.opts.Tenant, c.opts.Session, planner.ToolsOptions{Exclude: c.opts.Exclude})
+}
+
 // Close closes the current session and writes the call events still
 // queued. The store is the caller's to close, after the Client.
 func (c *Client) Close() error {

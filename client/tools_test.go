@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/planner"
 )
 
 // TestToolListChangedRefreshesSchema: the key argument is filled from the
@@ -66,5 +67,54 @@ func TestToolListChangedRefreshesSchema(t *testing.T) {
 	<-changed
 	if !call("k2") {
 		t.Fatal("idempotency_key not sent after the schema declared it")
+	}
+}
+
+// TestLedgerServerUsesExclusions: ledger_status asked by arguments finds a
+// call whose excluded fields differ, as the re-planning guard would,
+// because the client's ledger server fingerprints with the client's
+// exclusions.
+func TestLedgerServerUsesExclusions(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil, &client.Options{Session: "s1", Exclude: map[string][]string{"write": {"amount"}}})
+	o, err := f.c.Call(ctx, write("7", 1))
+	if err != nil {
+		t.Fatalf("Call = %v", err)
+	}
+	ask := func(s *mcp.Server) (found bool, key string) {
+		t.Helper()
+		serverT, clientT := mcp.NewInMemoryTransports()
+		ss, err := s.Connect(ctx, serverT, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.Close()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "model", Version: "v1"}, nil).Connect(ctx, clientT, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: planner.StatusTool, Arguments: map[string]any{
+			"tool": "write", "arguments": map[string]any{"id": "7", "amount": 2},
+		}})
+		if err != nil || res.IsError {
+			t.Fatalf("ledger_status = %+v, %v", res, err)
+		}
+		var out planner.StatusOutput
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Call != nil {
+			key = out.Call.Key
+		}
+		return out.Found, key
+	}
+	if found, key := ask(f.c.LedgerServer()); !found || key != o.Key {
+		t.Errorf("LedgerServer: found %v key %q; want the call, key %q", found, key, o.Key)
+	}
+	// Without the exclusions the other amount is another operation.
+	if found, _ := ask(planner.NewServer(f.store, "default", "s1")); found {
+		t.Error("planner.NewServer without the exclusions found the call; the test no longer shows what LedgerServer adds")
 	}
 }

@@ -107,15 +107,29 @@ var (
 	errNoTarget  = errors.New("planner: ledger_status needs a key, or a tool and its arguments")
 )
 
+// ToolsOptions configures the ledger tools.
+type ToolsOptions struct {
+	// Exclude lists, per tool, the extra top-level argument fields the
+	// calls' fingerprints leave out (client.Options.Exclude of the client
+	// that made them). ledger_status by arguments needs the same list to
+	// find a call whose excluded fields differ.
+	Exclude map[string][]string
+}
+
 // AddTools adds ledger_status and ledger_list to s. Both are read-only and
 // see only the records of the tenant and session scope returns for the
 // call: a record of another tenant or session is "not found", even by its
 // exact key.
 func AddTools(s *mcp.Server, store ledger.Store, scope ScopeFunc) {
+	AddToolsWith(s, store, scope, ToolsOptions{})
+}
+
+// AddToolsWith is AddTools with options.
+func AddToolsWith(s *mcp.Server, store ledger.Store, scope ScopeFunc, o ToolsOptions) {
 	if store == nil || scope == nil {
 		panic("planner: AddTools needs a store and a scope")
 	}
-	t := tools{store: store, scope: scope}
+	t := tools{store: store, scope: scope, exclude: o.Exclude}
 	readOnly := &mcp.ToolAnnotations{
 		ReadOnlyHint:    true,
 		IdempotentHint:  true,
@@ -142,16 +156,22 @@ func AddTools(s *mcp.Server, store ledger.Store, scope ScopeFunc) {
 // tenant and session. Mount it in-process over mcp.NewInMemoryTransports or
 // serve it over stdio.
 func NewServer(store ledger.Store, tenant, session string) *mcp.Server {
+	return NewServerWith(store, tenant, session, ToolsOptions{})
+}
+
+// NewServerWith is NewServer with options.
+func NewServerWith(store ledger.Store, tenant, session string, o ToolsOptions) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcpledger-ledger", Version: "0.1.0"}, nil)
-	AddTools(s, store, func(context.Context, *mcp.CallToolRequest) (string, string, error) {
+	AddToolsWith(s, store, func(context.Context, *mcp.CallToolRequest) (string, string, error) {
 		return tenant, session, nil
-	})
+	}, o)
 	return s
 }
 
 type tools struct {
-	store ledger.Store
-	scope ScopeFunc
+	store   ledger.Store
+	scope   ScopeFunc
+	exclude map[string][]string
 }
 
 func (t tools) scopeOf(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
@@ -242,7 +262,7 @@ func (t tools) byArguments(ctx context.Context, tenant, session, tool string, ar
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: arguments: %w", err)
 	}
-	fp, err := ledger.Fingerprint(raw)
+	fp, err := ledger.Fingerprint(raw, t.exclude[tool]...)
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
 	}
