@@ -201,6 +201,31 @@ func (c *Client) Session() *mcp.ClientSession {
 	return c.session
 }
 
+// Repeatable runs fn, a request that is safe to send twice (a list, a
+// read, a prompt; never a tool call, which goes through CallTool), on the
+// current session. When the session turns out to be gone and the client
+// has a connect function, it runs fn once more on a new session, which
+// later tool calls use too.
+func (c *Client) Repeatable(ctx context.Context, fn func(ctx context.Context, s *mcp.ClientSession) error) error {
+	s := c.Session()
+	if s == nil {
+		var err error
+		if s, err = c.reconnect(ctx, nil); err != nil {
+			return err
+		}
+	}
+	err := fn(ctx, s)
+	if err == nil || c.connect == nil || !deadSession(err) || ctx.Err() != nil {
+		return err
+	}
+	c.log.Info("session gone; reconnecting", "err", err)
+	s, rerr := c.reconnect(ctx, s)
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return fn(ctx, s)
+}
+
 // LedgerServer is an MCP server with ledger_status and ledger_list over
 // this client's calls: its tenant and session, and its per-tool argument
 // exclusions, so that ledger_status asked by arguments finds a call just as

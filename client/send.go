@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -154,9 +155,13 @@ func (c *Client) replaceDead(ctx context.Context, s *mcp.ClientSession, err erro
 	}
 }
 
+// deadSession reports whether err shows the session's connection is gone:
+// closed or at EOF, a write into a closed pipe (in-memory transports) or a
+// broken pipe (a stdio server that exited before the client read its EOF).
 func deadSession(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrSessionMissing)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
 
 // params builds fresh params and a fresh _meta for one attempt: go-sdk

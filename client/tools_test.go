@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/planner"
 )
 
@@ -116,5 +117,41 @@ func TestLedgerServerUsesExclusions(t *testing.T) {
 	// Without the exclusions the other amount is another operation.
 	if found, _ := ask(planner.NewServer(f.store, "default", "s1")); found {
 		t.Error("planner.NewServer without the exclusions found the call; the test no longer shows what LedgerServer adds")
+	}
+}
+
+// TestRepeatableReconnects: a request safe to repeat, sent on a session
+// that has died, is sent once more on a new session, which the client then
+// keeps; without a connect function the error is returned as it came.
+func TestRepeatableReconnects(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil, nil)
+	first := f.c.Session()
+	for ss := range f.srv.MCP().Sessions() {
+		ss.Close()
+	}
+	sends := 0
+	list := func(ctx context.Context, s *mcp.ClientSession) error {
+		sends++
+		_, err := s.ListTools(ctx, nil)
+		return err
+	}
+	if err := f.c.Repeatable(ctx, list); err != nil {
+		t.Fatalf("Repeatable after the session died = %v", err)
+	}
+	if sends != 2 || f.c.Session() == first {
+		t.Errorf("sent %d times, new session %v; want 2 sends and a new session", sends, f.c.Session() != first)
+	}
+
+	srv := mcptest.New(nil)
+	t.Cleanup(func() { srv.Close() })
+	c := client.New(srv.ConnectInMemory(ctx, t, nil), openStore(t), &client.Options{Policy: allow()})
+	t.Cleanup(func() { c.Close() })
+	for ss := range srv.MCP().Sessions() {
+		ss.Close()
+	}
+	sends = 0
+	if err := c.Repeatable(ctx, list); err == nil || sends != 1 {
+		t.Errorf("Repeatable without a connect function = %v after %d sends; want the session's error after 1", err, sends)
 	}
 }

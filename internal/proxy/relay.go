@@ -19,33 +19,59 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		cs, err := p.upstreamFor(ctx, req.GetSession())
+		// Each typed call keeps what the SDK does per protocol version
+		// for the upstream; the host's params pass through as they came.
+		var res mcp.Result
+		err := p.onUpstream(ctx, req.GetSession(), func(ctx context.Context, cs *mcp.ClientSession) error {
+			var err error
+			switch params := req.GetParams().(type) {
+			case *mcp.ListResourcesParams:
+				res, err = cs.ListResources(ctx, params)
+			case *mcp.ListResourceTemplatesParams:
+				res, err = cs.ListResourceTemplates(ctx, params)
+			case *mcp.ReadResourceParams:
+				res, err = cs.ReadResource(ctx, params)
+			case *mcp.ListPromptsParams:
+				res, err = cs.ListPrompts(ctx, params)
+			case *mcp.GetPromptParams:
+				res, err = cs.GetPrompt(ctx, params)
+			case *mcp.SetLoggingLevelParams:
+				// The upstream filters its log messages by the level; the
+				// proxy's own session keeps it too, for its own messages.
+				err = cs.SetLoggingLevel(ctx, params)
+			default:
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: unexpected params %T for %s", req.GetParams(), method)}
+			}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		// Each typed call keeps what the SDK does per protocol version
-		// for the upstream; the host's params pass through as they came.
-		switch params := req.GetParams().(type) {
-		case *mcp.ListResourcesParams:
-			return cs.ListResources(ctx, params)
-		case *mcp.ListResourceTemplatesParams:
-			return cs.ListResourceTemplates(ctx, params)
-		case *mcp.ReadResourceParams:
-			return cs.ReadResource(ctx, params)
-		case *mcp.ListPromptsParams:
-			return cs.ListPrompts(ctx, params)
-		case *mcp.GetPromptParams:
-			return cs.GetPrompt(ctx, params)
-		case *mcp.SetLoggingLevelParams:
-			// The upstream filters its log messages by the level; the
-			// proxy's own session keeps it too, for its own messages.
-			if err := cs.SetLoggingLevel(ctx, params); err != nil {
-				return nil, err
-			}
+		if method == "logging/setLevel" {
 			return next(ctx, method, req)
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: unexpected params %T for %s", req.GetParams(), method)}
+		return res, nil
 	}
+}
+
+// onUpstream runs fn, a request safe to send twice, on the upstream
+// session of the host session s; when that session turns out to be gone
+// (the upstream died), on a new one, so that a host reading resources or
+// prompts need not wait for a tool call to bring the upstream back.
+func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, fn func(context.Context, *mcp.ClientSession) error) error {
+	ss, ok := s.(*mcp.ServerSession)
+	if !ok {
+		return fmt.Errorf("proxy: request from a %T, want a host session", s)
+	}
+	l, err := p.linkFor(ctx, ss)
+	if err != nil {
+		return err
+	}
+	c := l.ledger()
+	if c == nil {
+		return fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
+	}
+	return c.Repeatable(ctx, fn)
 }
 
 // upstreamFor is the upstream session of the host session s.
@@ -70,30 +96,31 @@ func (p *Proxy) upstreamFor(ctx context.Context, s mcp.Session) (*mcp.ClientSess
 }
 
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	cs, err := p.upstreamFor(ctx, req.Session)
+	var res *mcp.CompleteResult
+	err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.Complete(ctx, req.Params)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return cs.Complete(ctx, req.Params)
+	return res, nil
 }
 
 // subscribe and unsubscribe forward to the upstream; the SDK keeps the
 // host's subscription too, and the upstream's resources/updated reaches the
 // host through the link.
 func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	cs, err := p.upstreamFor(ctx, req.Session)
-	if err != nil {
-		return err
-	}
-	return cs.Subscribe(ctx, req.Params)
+	return p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Subscribe(ctx, req.Params)
+	})
 }
 
 func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	cs, err := p.upstreamFor(ctx, req.Session)
-	if err != nil {
-		return err
-	}
-	return cs.Unsubscribe(ctx, req.Params)
+	return p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, req.Params)
+	})
 }
 
 // hostProgress relays the host's progress on a request the upstream sent

@@ -228,3 +228,42 @@ func TestHTTPHostsEachGetTheirOwnUpstream(t *testing.T) {
 		t.Errorf("upstream sessions = %d; want 2, one per host session", n)
 	}
 }
+
+// TestResourcesAndPromptsAfterUpstreamDies: when the upstream session is
+// gone, the host's next resource or prompt request opens a new one; it
+// does not wait for a tool call to bring the upstream back.
+func TestResourcesAndPromptsAfterUpstreamDies(t *testing.T) {
+	u := newUpstream()
+	p := startProxy(t, newStore(t), u.transport, nil)
+	h := connectHost(t, p, hostOptions{})
+	ctx := context.Background()
+	if _, err := h.cs.ListResources(ctx, nil); err != nil {
+		t.Fatalf("ListResources = %v", err)
+	}
+	before := u.sessions.Load()
+	killUpstream := func() {
+		for ss := range u.srv.Sessions() {
+			ss.Close()
+		}
+	}
+	killUpstream()
+	rr, err := h.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "note://1"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "hello from note 1" {
+		t.Fatalf("ReadResource after the upstream died = %+v, %v; want the note from a new session", rr, err)
+	}
+	killUpstream()
+	gp, err := h.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "Ann"}})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Fatalf("GetPrompt after the upstream died = %+v, %v", gp, err)
+	}
+	if got := u.sessions.Load() - before; got != 2 {
+		t.Errorf("upstream sessions opened after the deaths = %d; want 2 (one per death)", got)
+	}
+	// Tool calls use the new session too.
+	if res := h.call(t, "add_note", map[string]any{"text": "after"}, nil); res.IsError {
+		t.Errorf("add_note after reconnecting = %q", resultText(res))
+	}
+	if got := u.sessions.Load() - before; got != 2 {
+		t.Errorf("upstream sessions after the tool call = %d; want still 2", got)
+	}
+}
