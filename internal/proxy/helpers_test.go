@@ -34,6 +34,7 @@ type upstream struct {
 	sessions atomic.Int64 // upstream sessions opened
 	strict   atomic.Int64 // calls strict refused
 
+	subscribed chan string  // each URI subscribed to, as it happens
 	started   chan struct{} // wait_forever began
 	cancelled chan struct{} // wait_forever saw its context end
 
@@ -44,13 +45,17 @@ type upstream struct {
 }
 
 func newUpstream() *upstream {
-	u := &upstream{started: make(chan struct{}, 1), cancelled: make(chan struct{}, 1)}
+	u := &upstream{started: make(chan struct{}, 1), cancelled: make(chan struct{}, 1), subscribed: make(chan string, 16)}
 	u.srv = mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1"}, &mcp.ServerOptions{
 		Instructions: "notes server instructions",
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
 			u.mu.Lock()
 			u.subs = append(u.subs, req.Params.URI)
 			u.mu.Unlock()
+			select {
+			case u.subscribed <- req.Params.URI:
+			default:
+			}
 			return nil
 		},
 		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {

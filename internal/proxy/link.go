@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,6 +33,11 @@ type link struct {
 	// opens one to learn the upstream); the client's first dial takes it.
 	pending *mcp.ClientSession
 	closed  bool
+	// subs and level are what the host asked of the upstream session
+	// (resources/subscribe, logging/setLevel); a session that replaces a
+	// dead one is asked the same.
+	subs  map[string]bool
+	level mcp.LoggingLevel
 }
 
 func newLink(p *Proxy) *link {
@@ -65,7 +73,63 @@ func (l *link) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	impl := &mcp.Implementation{Name: l.p.opts.Name, Version: l.p.opts.Version}
-	return mcp.NewClient(impl, l.clientOptions()).Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
+	s, err = mcp.NewClient(impl, l.clientOptions()).Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
+	if err != nil {
+		return nil, err
+	}
+	// Not here: the ledger client holds its lock while it dials, and a
+	// notification handler on the new session may need that lock before
+	// the session reads these requests' answers.
+	go l.restore(s)
+	return s, nil
+}
+
+// restore asks a new upstream session for the log level and the resource
+// subscriptions the host asked of the sessions before it.
+func (l *link) restore(s *mcp.ClientSession) {
+	l.mu.Lock()
+	level, subs := l.level, slices.Sorted(maps.Keys(l.subs))
+	l.mu.Unlock()
+	if level == "" && len(subs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	if level != "" {
+		if err := s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			l.p.log.Warn("setting the log level on a new upstream session", "level", level, "err", err)
+		}
+	}
+	for _, uri := range subs {
+		if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			l.p.log.Warn("subscribing a new upstream session", "uri", uri, "err", err)
+		}
+	}
+}
+
+// restoreTimeout bounds restore.
+const restoreTimeout = 30 * time.Second
+
+// subscribed remembers that the host subscribed to uri (on) or
+// unsubscribed from it.
+func (l *link) subscribed(uri string, on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !on {
+		delete(l.subs, uri)
+		return
+	}
+	if l.subs == nil {
+		l.subs = map[string]bool{}
+	}
+	l.subs[uri] = true
+}
+
+// setLevel remembers the log level the host set.
+func (l *link) setLevel(level mcp.LoggingLevel) {
+	l.mu.Lock()
+	l.level = level
+	l.mu.Unlock()
 }
 
 // ledger is the link's ledger client; nil while it connects.

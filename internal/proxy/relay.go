@@ -22,7 +22,7 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		// Each typed call keeps what the SDK does per protocol version
 		// for the upstream; the host's params pass through as they came.
 		var res mcp.Result
-		err := p.onUpstream(ctx, req.GetSession(), func(ctx context.Context, cs *mcp.ClientSession) error {
+		l, err := p.onUpstream(ctx, req.GetSession(), func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
 			switch params := req.GetParams().(type) {
 			case *mcp.ListResourcesParams:
@@ -47,7 +47,8 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
-		if method == "logging/setLevel" {
+		if params, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok {
+			l.setLevel(params.Level)
 			return next(ctx, method, req)
 		}
 		return res, nil
@@ -58,20 +59,20 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // session of the host session s; when that session turns out to be gone
 // (the upstream died), on a new one, so that a host reading resources or
 // prompts need not wait for a tool call to bring the upstream back.
-func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, fn func(context.Context, *mcp.ClientSession) error) error {
+func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, fn func(context.Context, *mcp.ClientSession) error) (*link, error) {
 	ss, ok := s.(*mcp.ServerSession)
 	if !ok {
-		return fmt.Errorf("proxy: request from a %T, want a host session", s)
+		return nil, fmt.Errorf("proxy: request from a %T, want a host session", s)
 	}
 	l, err := p.linkFor(ctx, ss)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c := l.ledger()
 	if c == nil {
-		return fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
+		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
-	return c.Repeatable(ctx, fn)
+	return l, c.Repeatable(ctx, fn)
 }
 
 // upstreamFor is the upstream session of the host session s.
@@ -97,7 +98,7 @@ func (p *Proxy) upstreamFor(ctx context.Context, s mcp.Session) (*mcp.ClientSess
 
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	var res *mcp.CompleteResult
-	err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+	_, err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = cs.Complete(ctx, req.Params)
 		return err
@@ -112,15 +113,25 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 // host's subscription too, and the upstream's resources/updated reaches the
 // host through the link.
 func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	return p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+	l, err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Subscribe(ctx, req.Params)
 	})
+	if err != nil {
+		return err
+	}
+	l.subscribed(req.Params.URI, true)
+	return nil
 }
 
 func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	return p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+	l, err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, req.Params)
 	})
+	if err != nil {
+		return err
+	}
+	l.subscribed(req.Params.URI, false)
+	return nil
 }
 
 // hostProgress relays the host's progress on a request the upstream sent

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -265,5 +266,61 @@ func TestResourcesAndPromptsAfterUpstreamDies(t *testing.T) {
 	}
 	if got := u.sessions.Load() - before; got != 2 {
 		t.Errorf("upstream sessions after the tool call = %d; want still 2", got)
+	}
+}
+
+// TestNewUpstreamSessionKeepsSubscriptionsAndLevel: a session that
+// replaces a dead upstream session is given the host's resource
+// subscriptions and log level again, so updates and log lines keep coming.
+func TestNewUpstreamSessionKeepsSubscriptionsAndLevel(t *testing.T) {
+	u := newUpstream()
+	p := startProxy(t, newStore(t), u.transport, nil)
+	h := connectHost(t, p, hostOptions{})
+	ctx := context.Background()
+	if err := h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatalf("SetLoggingLevel = %v", err)
+	}
+	for _, uri := range []string{"note://1", "note://2"} {
+		if err := h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("Subscribe(%s) = %v", uri, err)
+		}
+		<-u.subscribed
+	}
+	if err := h.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "note://2"}); err != nil {
+		t.Fatalf("Unsubscribe = %v", err)
+	}
+	for ss := range u.srv.Sessions() {
+		ss.Close()
+	}
+	if _, err := h.cs.ListResources(ctx, nil); err != nil { // reconnects
+		t.Fatalf("ListResources after the upstream died = %v", err)
+	}
+	select {
+	case uri := <-u.subscribed:
+		if uri != "note://1" {
+			t.Fatalf("new upstream session subscribed to %s; want note://1 only", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the new upstream session was not subscribed to note://1")
+	}
+	if err := u.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "note://1"}); err != nil {
+		t.Fatalf("ResourceUpdated = %v", err)
+	}
+	if got := h.waitEvent(t, "updated:"); got != "updated:note://1" {
+		t.Errorf("host notification = %q; want updated:note://1", got)
+	}
+	// The level was set before the subscriptions: the info line comes, the
+	// debug line does not.
+	res := h.call(t, "chatty", map[string]any{}, nil)
+	if resultText(res) != "done" {
+		t.Fatalf("chatty = %q", resultText(res))
+	}
+	if got := h.waitEvent(t, "log:"); got != "log:info:working" {
+		t.Errorf("log notification = %q; want log:info:working", got)
+	}
+	select {
+	case uri := <-u.subscribed:
+		t.Errorf("unexpected subscription to %s", uri)
+	default:
 	}
 }
