@@ -34,9 +34,9 @@ type upstream struct {
 	sessions atomic.Int64 // upstream sessions opened
 	strict   atomic.Int64 // calls strict refused
 
-	subscribed chan string  // each URI subscribed to, as it happens
-	started   chan struct{} // wait_forever began
-	cancelled chan struct{} // wait_forever saw its context end
+	subscribed chan string   // each URI subscribed to, as it happens
+	started    chan struct{} // wait_forever began
+	cancelled  chan struct{} // wait_forever saw its context end
 
 	mu      sync.Mutex // guards subs
 	subs    []string   // URIs subscribed to
