@@ -39,9 +39,13 @@ var resultLayout = func() int {
 	if rt.NumField() != len(want) || tt.NumField() != 3 {
 		return -1
 	}
+	at := -1
 	for i, w := range want {
 		if f := rt.Field(i); f.Name != w.name || f.Type.Kind() != w.kind {
 			return -1
+		}
+		if w.name == "resultType" {
+			at = i
 		}
 	}
 	for i, name := range []string{"Text", "Meta", "Annotations"} {
@@ -49,7 +53,7 @@ var resultLayout = func() int {
 			return -1
 		}
 	}
-	return 6
+	return at
 }()
 
 // appendResult appends res in the field order and spelling of go-sdk's
