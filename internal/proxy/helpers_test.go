@@ -155,6 +155,14 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// killSessions closes every upstream session, as an upstream that died
+// would.
+func (u *upstream) killSessions() {
+	for ss := range u.srv.Sessions() {
+		ss.Close()
+	}
+}
+
 // transport connects a new upstream session over an in-memory pipe.
 func (u *upstream) transport(ctx context.Context) (mcp.Transport, error) {
 	st, ct := mcp.NewInMemoryTransports()

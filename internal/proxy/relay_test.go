@@ -242,17 +242,12 @@ func TestResourcesAndPromptsAfterUpstreamDies(t *testing.T) {
 		t.Fatalf("ListResources = %v", err)
 	}
 	before := u.sessions.Load()
-	killUpstream := func() {
-		for ss := range u.srv.Sessions() {
-			ss.Close()
-		}
-	}
-	killUpstream()
+	u.killSessions()
 	rr, err := h.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "note://1"})
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "hello from note 1" {
 		t.Fatalf("ReadResource after the upstream died = %+v, %v; want the note from a new session", rr, err)
 	}
-	killUpstream()
+	u.killSessions()
 	gp, err := h.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "Ann"}})
 	if err != nil || len(gp.Messages) != 1 {
 		t.Fatalf("GetPrompt after the upstream died = %+v, %v", gp, err)
@@ -289,9 +284,7 @@ func TestNewUpstreamSessionKeepsSubscriptionsAndLevel(t *testing.T) {
 	if err := h.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "note://2"}); err != nil {
 		t.Fatalf("Unsubscribe = %v", err)
 	}
-	for ss := range u.srv.Sessions() {
-		ss.Close()
-	}
+	u.killSessions()
 	if _, err := h.cs.ListResources(ctx, nil); err != nil { // reconnects
 		t.Fatalf("ListResources after the upstream died = %v", err)
 	}
