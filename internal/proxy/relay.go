@@ -6,6 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
 )
 
 // relayMiddleware answers the host's resource and prompt requests from the
@@ -60,40 +62,41 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // (the upstream died), on a new one, so that a host reading resources or
 // prompts need not wait for a tool call to bring the upstream back.
 func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, fn func(context.Context, *mcp.ClientSession) error) (*link, error) {
-	ss, ok := s.(*mcp.ServerSession)
-	if !ok {
-		return nil, fmt.Errorf("proxy: request from a %T, want a host session", s)
-	}
-	l, err := p.linkFor(ctx, ss)
+	l, c, err := p.ledgerFor(ctx, s)
 	if err != nil {
 		return nil, err
-	}
-	c := l.ledger()
-	if c == nil {
-		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
 	return l, c.Repeatable(ctx, fn)
 }
 
-// upstreamFor is the upstream session of the host session s.
+// upstreamFor is the upstream session of the host session s, as it is.
 func (p *Proxy) upstreamFor(ctx context.Context, s mcp.Session) (*mcp.ClientSession, error) {
-	ss, ok := s.(*mcp.ServerSession)
-	if !ok {
-		return nil, fmt.Errorf("proxy: request from a %T, want a host session", s)
-	}
-	l, err := p.linkFor(ctx, ss)
+	_, c, err := p.ledgerFor(ctx, s)
 	if err != nil {
 		return nil, err
-	}
-	c := l.ledger()
-	if c == nil {
-		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
 	cs := c.Session()
 	if cs == nil {
 		return nil, fmt.Errorf("proxy: the upstream session is closed: %w", mcp.ErrConnectionClosed)
 	}
 	return cs, nil
+}
+
+// ledgerFor is the link of the host session s and its ledger client.
+func (p *Proxy) ledgerFor(ctx context.Context, s mcp.Session) (*link, *client.Client, error) {
+	ss, ok := s.(*mcp.ServerSession)
+	if !ok {
+		return nil, nil, fmt.Errorf("proxy: request from a %T, want a host session", s)
+	}
+	l, err := p.linkFor(ctx, ss)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := l.ledger()
+	if c == nil {
+		return nil, nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
+	}
+	return l, c, nil
 }
 
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
