@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -28,6 +30,21 @@ type EventLog interface {
 
 	// PurgeEvents deletes events older than before and reports how many.
 	PurgeEvents(ctx context.Context, before time.Time) (int, error)
+}
+
+// Validate checks an event before a Store appends it: a valid tenant, a
+// known side, and a tool, outcome and time.
+func (e Event) Validate() error {
+	if err := ValidateTenant(e.Tenant); err != nil {
+		return err
+	}
+	if e.Side != SideClient && e.Side != SideServer {
+		return fmt.Errorf("ledger: event side %q is neither %q nor %q", e.Side, SideClient, SideServer)
+	}
+	if e.Tool == "" || e.Outcome == "" || e.At.IsZero() {
+		return errors.New("ledger: event tool, outcome and time are required")
+	}
+	return nil
 }
 
 // Side says which end of a call an event or metric comes from.

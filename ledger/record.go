@@ -36,6 +36,19 @@ const (
 	Verify ReusePolicy = "verify"
 )
 
+// Lease is what an owner holds on a PROCESSING or PENDING_APPROVAL record:
+// its writes are conditional on Owner and Fence.
+type Lease struct {
+	ID
+	Owner string
+	Fence int64
+}
+
+// LeaseOf returns the lease r's owner holds.
+func LeaseOf(r *Record) Lease {
+	return Lease{ID: r.ID, Owner: r.Owner, Fence: r.Fence}
+}
+
 // Approval is a person's (or a policy's) decision on a PENDING_APPROVAL record.
 type Approval struct {
 	Decision string    `json:"decision"` // "approved", "approved_session" or "denied"
@@ -65,12 +78,16 @@ type Record struct {
 	Compacted    bool            `json:"compacted,omitempty"`
 	ErrorKind    string          `json:"errorKind,omitempty"`
 	ErrorMessage string          `json:"errorMessage,omitempty"`
-	Owner        string          `json:"owner,omitempty"`
-	LeaseUntil   time.Time       `json:"leaseUntil,omitzero"`
-	Approval     *Approval       `json:"approval,omitempty"`
-	TraceID      string          `json:"traceId,omitempty"`
-	SpanID       string          `json:"spanId,omitempty"`
-	ReusePolicy  ReusePolicy     `json:"reusePolicy,omitempty"`
+	// Owner is the process holding the lease (see Owner and ParseOwner);
+	// Fence grows at every claim and take-over of the key, and every write
+	// by an owner is conditional on it, so a stale owner changes nothing.
+	Owner       string      `json:"owner,omitempty"`
+	Fence       int64       `json:"fence,omitempty"`
+	LeaseUntil  time.Time   `json:"leaseUntil,omitzero"`
+	Approval    *Approval   `json:"approval,omitempty"`
+	TraceID     string      `json:"traceId,omitempty"`
+	SpanID      string      `json:"spanId,omitempty"`
+	ReusePolicy ReusePolicy `json:"reusePolicy,omitempty"`
 	// Tombstone: retention ended under the Verify policy; only the identity
 	// and fingerprint remain.
 	Tombstone bool      `json:"tombstone,omitempty"`

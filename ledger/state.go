@@ -5,45 +5,39 @@ import "fmt"
 // State is where an operation stands. The zero value is not a valid state.
 type State string
 
-// The seven states of DESIGN.md.
+// The eight states of DESIGN.md. table.go says how they connect.
 const (
-	// StatePendingApproval: claimed, waiting for a person to approve or deny.
+	// StatePendingApproval: claimed and leased by an owner that is asking a
+	// person (or waiting for one) to approve or deny.
 	StatePendingApproval State = "PENDING_APPROVAL"
-	// StateProcessing: an owner holds a lease and may be executing the call.
+	// StateProcessing: an owner holds a fenced lease and may be executing
+	// the call.
 	StateProcessing State = "PROCESSING"
 	// StateSucceeded: the tool ran and returned a result (final; result kept).
 	StateSucceeded State = "SUCCEEDED"
-	// StateFailed: the tool ran and said no (isError), or the request was
-	// rejected deterministically (final; result kept).
+	// StateFailed: the tool ran and said no (isError) (final; result kept).
 	StateFailed State = "FAILED"
 	// StateRetryable: the request provably never reached the tool; the next
-	// Claim of the same identity takes it over.
+	// Claim with the same arguments takes it over.
 	StateRetryable State = "RETRYABLE"
+	// StateRejected: nothing ran and nothing will: the arguments were
+	// refused before the tool ran, or no one answered the confirmation. The
+	// key may be claimed again, with any arguments.
+	StateRejected State = "REJECTED"
 	// StateUnknown: the call may or may not have taken effect; a person or a
 	// re-send to a key-aware server must reconcile it.
 	StateUnknown State = "UNKNOWN"
-	// StateDenied: a person or policy refused the call (final).
+	// StateDenied: a person or the policy said no (final).
 	StateDenied State = "DENIED"
 )
 
 // States lists every state in a stable order.
 var States = []State{
 	StatePendingApproval, StateProcessing, StateSucceeded, StateFailed,
-	StateRetryable, StateUnknown, StateDenied,
+	StateRetryable, StateRejected, StateUnknown, StateDenied,
 }
 
-// transitions is the one table every Store consults. A transition not listed
-// here is refused with ErrIllegalTransition before any storage is touched.
-var transitions = map[State][]State{
-	StatePendingApproval: {StateProcessing, StateDenied},
-	StateProcessing:      {StateSucceeded, StateFailed, StateRetryable, StateUnknown},
-	StateRetryable:       {StateProcessing},
-	// UNKNOWN is reconciled: a person decides (SUCCEEDED or FAILED), or the
-	// call is re-sent to a key-aware server under a fresh lease (PROCESSING).
-	StateUnknown: {StateSucceeded, StateFailed, StateProcessing},
-}
-
-// Valid reports whether s is one of the seven states.
+// Valid reports whether s is one of the eight states.
 func (s State) Valid() bool {
 	for _, v := range States {
 		if s == v {
@@ -53,22 +47,30 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Final reports whether no transition leaves s.
+// Final reports whether s is an outcome that is replayed as it is and never
+// changes: SUCCEEDED, FAILED and DENIED.
 func (s State) Final() bool {
-	return s.Valid() && len(transitions[s]) == 0
+	return s == StateSucceeded || s == StateFailed || s == StateDenied
 }
 
 // Settled reports whether s needs no owner and no person: a record in a
 // settled state may be purged once its retention ends. UNKNOWN is not
 // settled; it waits for reconciliation.
 func (s State) Settled() bool {
-	return s.Final() || s == StateRetryable
+	return s.Final() || s == StateRetryable || s == StateRejected
 }
 
-// Waiting reports whether followers of a record in s should wait for it to
-// change (an execution or an approval is under way).
+// Waiting reports whether s is leased: an owner is working on the record
+// (executing it, or asking a person), and followers wait for it to change.
 func (s State) Waiting() bool {
 	return s == StateProcessing || s == StatePendingApproval
+}
+
+// Reclaimable reports whether the next Claim of the key takes the record
+// over as a new attempt: RETRYABLE (with the same arguments) and REJECTED
+// (with any arguments).
+func (s State) Reclaimable() bool {
+	return s == StateRetryable || s == StateRejected
 }
 
 // ParseState parses a state name, case-insensitively.
@@ -79,17 +81,6 @@ func ParseState(name string) (State, error) {
 		}
 	}
 	return "", fmt.Errorf("ledger: unknown state %q (want one of %v)", name, States)
-}
-
-// CheckTransition returns nil when from -> to is legal and an error wrapping
-// ErrIllegalTransition otherwise.
-func CheckTransition(from, to State) error {
-	for _, t := range transitions[from] {
-		if t == to {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s -> %s", ErrIllegalTransition, from, to)
 }
 
 func equalFoldASCII(a, b string) bool {

@@ -13,34 +13,44 @@ import (
 // compares (leases, retention, created/updated) comes from its own clock, so
 // tests can inject one.
 type Store interface {
-	// Claim atomically creates the record for req.ID in PROCESSING (owned by
-	// req.Owner under a lease) or, when req.NeedsApproval, PENDING_APPROVAL,
-	// and reports Won. When a record already exists the caller is a follower
-	// and gets it with Won false, except that:
+	// Claim atomically creates the record for req.ID, owned by req.Owner
+	// under a lease, in PROCESSING or, when req.NeedsApproval,
+	// PENDING_APPROVAL, and reports Won. When a record already exists the
+	// caller is a follower and gets it with Won false, except that:
 	//   - a different fingerprint returns the stored record and an error
-	//     wrapping ErrKeyReused; the record is untouched;
-	//   - a RETRYABLE record is taken over (PROCESSING, new owner, Won true);
+	//     wrapping ErrKeyReused; the record is untouched (Claimable);
+	//   - a RETRYABLE record with the same fingerprint is taken over (new
+	//     owner, Won true), keeping Attempts and CreatedAt;
+	//   - a REJECTED record is claimed as a new operation whatever its
+	//     fingerprint (Won true), keeping Attempts and CreatedAt;
 	//   - a settled record (State.Settled) at or past ExpiresAt that is not
 	//     a tombstone is replaced by a new operation (Won true, whatever its
-	//     fingerprint), which is the Reexecute policy.
-	// A new record starts with Attempts 0; a take-over keeps Attempts and
-	// CreatedAt.
+	//     fingerprint, Attempts 0), which is the Reexecute policy.
+	// Every claim that wins sets Fence to one more than the key's last
+	// fence (1 for a new key), so fences of one key only grow.
 	// Claim never checks and then inserts: the unique constraint decides.
 	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
 
 	// Transition moves a record from t.From to t.To with compare-and-set. An
 	// edge missing from the state table fails with ErrIllegalTransition
-	// before storage is touched. When t.From is PROCESSING the record must
-	// still be PROCESSING and owned by t.Owner, else ErrLeaseLost. Any other
-	// mismatch of the current state fails with ErrStateChanged.
+	// before storage is touched. When t.From is leased (PROCESSING or
+	// PENDING_APPROVAL) the record must still be in t.From, owned by t.Owner
+	// with fence t.Fence, else ErrLeaseLost. When t.From is UNKNOWN and
+	// t.Fence is not zero, the record's fence must still be t.Fence (the
+	// late result of the owner whose lease ended), else ErrLeaseLost; a
+	// person's reconciliation passes Fence 0. Any other mismatch of the
+	// current state fails with ErrStateChanged; a failed Transition changes
+	// nothing.
+	// UNKNOWN -> PROCESSING (a re-send) is a take-over: the record gets
+	// t.Owner and Fence+1. PENDING_APPROVAL -> PROCESSING keeps the fence.
 	// An empty t.Result, empty t.ErrorKind and t.ErrorMessage, or nil
 	// t.Approval keep the stored values; entering PROCESSING clears the
-	// error. LeaseUntil is set only while the record is PROCESSING.
+	// error. LeaseUntil is set only while the record is leased.
 	Transition(ctx context.Context, t Transition) (*Record, error)
 
-	// Renew extends the PROCESSING lease held by owner to now+lease, or
-	// fails with ErrLeaseLost.
-	Renew(ctx context.Context, id ID, owner string, lease time.Duration) error
+	// Renew extends the lease l (PROCESSING or PENDING_APPROVAL, owner and
+	// fence) to now+d, or fails with ErrLeaseLost.
+	Renew(ctx context.Context, l Lease, d time.Duration) error
 
 	// Get returns the record or ErrNotFound.
 	Get(ctx context.Context, id ID) (*Record, error)
@@ -54,16 +64,19 @@ type Store interface {
 	// (CreatedAt, Tool, Key) descending.
 	List(ctx context.Context, f Filter) (Page, error)
 
-	// Wait blocks until the record is no longer PROCESSING or
-	// PENDING_APPROVAL and returns it. When ctx ends first it returns the
+	// Wait blocks until the record is no longer leased (PROCESSING or
+	// PENDING_APPROVAL) and returns it. When ctx ends first it returns the
 	// latest record it saw and ctx's error.
 	Wait(ctx context.Context, id ID) (*Record, error)
 
-	// ExpireLeases turns every PROCESSING record whose lease has ended
-	// (LeaseUntil at or before now) into UNKNOWN (ErrorKind "lease_expired") and returns how many it changed.
+	// ExpireLeases ends every lease that has run out (LeaseUntil at or
+	// before now): a PROCESSING record becomes UNKNOWN (ErrorKind
+	// KindLeaseExpired), a PENDING_APPROVAL record REJECTED (ErrorKind
+	// KindApprovalExpired; nothing ran). It returns how many it changed.
 	ExpireLeases(ctx context.Context) (int, error)
 
-	// Purge removes settled records (SUCCEEDED, FAILED, DENIED, RETRYABLE)
+	// Purge removes settled records (SUCCEEDED, FAILED, DENIED, RETRYABLE,
+	// REJECTED)
 	// whose ExpiresAt is at or before p.ExpiredBy, or, when p.UpdatedBefore
 	// is set, whose UpdatedAt is before it. A record under the Verify policy
 	// becomes a tombstone instead; a tombstone that matches again is
@@ -84,8 +97,10 @@ type ClaimRequest struct {
 	Fingerprint string
 	// Arguments are stored as given; callers pass them through Redact.
 	Arguments json.RawMessage
-	Owner     string
-	// Lease is the PROCESSING lease (DefaultLease when zero).
+	// Owner leases the record, in PROCESSING and in PENDING_APPROVAL alike
+	// (see NewOwner).
+	Owner string
+	// Lease is the lease's length (DefaultLease when zero).
 	Lease time.Duration
 	// NeedsApproval creates PENDING_APPROVAL instead of PROCESSING.
 	NeedsApproval bool
@@ -109,10 +124,12 @@ type Transition struct {
 	ID
 	From State
 	To   State
-	// Owner must hold the lease when From is PROCESSING; it becomes the new
-	// owner when To is PROCESSING.
+	// Owner and Fence must hold the lease when From is leased; Owner
+	// becomes the new owner when To is PROCESSING. Fence also guards a
+	// late result from UNKNOWN (see Store.Transition).
 	Owner string
-	// Lease for To == PROCESSING (DefaultLease when zero).
+	Fence int64
+	// Lease for a leased To (DefaultLease when zero).
 	Lease        time.Duration
 	Result       json.RawMessage
 	Compacted    bool
@@ -156,7 +173,19 @@ type PurgeRequest struct {
 	UpdatedBefore time.Time
 }
 
-// Error kinds stored on records.
+// Error kinds stored on records by the ledger and the lifecycle.
 const (
+	// KindLeaseExpired: UNKNOWN, the owner's lease ended mid-call.
 	KindLeaseExpired = "lease_expired"
+	// KindOwnerDead: UNKNOWN (or REJECTED from PENDING_APPROVAL), the
+	// owner's process is gone.
+	KindOwnerDead = "owner_dead"
+	// KindApprovalExpired: REJECTED, no one approved before the lease ended.
+	KindApprovalExpired = "approval_expired"
+	// KindRefused: REJECTED, the server refused the arguments before the
+	// tool ran.
+	KindRefused = "refused"
+	// KindNoAnswer: REJECTED, no one could be asked or the prompt was
+	// aborted.
+	KindNoAnswer = "no_answer"
 )

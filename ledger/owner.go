@@ -1,0 +1,142 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Owner names the process that holds a lease: a label for people, and the
+// host, boot, process id and process start time, so that a follower on the
+// same host can tell at once that the owner is gone instead of waiting out
+// its lease. Its String form is what records store; ParseOwner reads it
+// back. An owner string that does not parse (an older record, a label set
+// by hand) is simply never known dead: its lease decides.
+type Owner struct {
+	Label string
+	Host  string // the host name
+	Boot  string // a short id of the host's current boot; empty where unknown
+	PID   int
+	Start uint64 // the process's start time in clock ticks since boot; 0 where unknown
+}
+
+// String is label@host#pid.start.boot.
+func (o Owner) String() string {
+	return fmt.Sprintf("%s@%s#%d.%d.%s", o.Label, o.Host, o.PID, o.Start, o.Boot)
+}
+
+// ParseOwner reads an Owner from its String form.
+func ParseOwner(s string) (Owner, bool) {
+	at := strings.LastIndexByte(s, '@')
+	hash := strings.LastIndexByte(s, '#')
+	if at < 0 || hash < at {
+		return Owner{}, false
+	}
+	parts := strings.SplitN(s[hash+1:], ".", 3)
+	if len(parts) != 3 {
+		return Owner{}, false
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 {
+		return Owner{}, false
+	}
+	start, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return Owner{}, false
+	}
+	return Owner{Label: s[:at], Host: s[at+1 : hash], PID: pid, Start: start, Boot: parts[2]}, true
+}
+
+// Self is the Owner of this process with the given label.
+func Self(label string) Owner {
+	me := self()
+	me.Label = label
+	return me
+}
+
+// NewOwner is Self(label).String(): the owner string for leases this
+// process takes. A label names the program ("agentctl", "payments-server");
+// it need not be unique.
+func NewOwner(label string) string {
+	if label == "" {
+		label = "mcpledger"
+	}
+	return Self(label).String()
+}
+
+// OwnerGone reports whether owner is a process of this host (same host
+// name and boot) that no longer runs: no process has its pid, or the one
+// that has it started at another time. It is false whenever that cannot be
+// known (another host, an unparsable owner, a system without /proc).
+func OwnerGone(owner string) bool {
+	o, ok := ParseOwner(owner)
+	if !ok {
+		return false
+	}
+	me := self()
+	if me.Boot == "" || o.Boot != me.Boot || o.Host != me.Host || o.Start == 0 {
+		return false
+	}
+	start, err := processStart(o.PID)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	return start != o.Start
+}
+
+var (
+	selfOnce sync.Once
+	selfInfo Owner // guarded by selfOnce: written once, then read only
+)
+
+func self() Owner {
+	selfOnce.Do(func() {
+		host, err := os.Hostname()
+		if err != nil {
+			host = "unknown-host"
+		}
+		selfInfo = Owner{Host: host, PID: os.Getpid()}
+		if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+			selfInfo.Boot = strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
+			if len(selfInfo.Boot) > 12 {
+				selfInfo.Boot = selfInfo.Boot[:12]
+			}
+		}
+		if start, err := processStart(selfInfo.PID); err == nil {
+			selfInfo.Start = start
+		} else {
+			selfInfo.Boot = "" // without a start time a pid proves nothing
+		}
+	})
+	return selfInfo
+}
+
+// processStart reads field 22 of /proc/PID/stat: the start time in clock
+// ticks since boot. A pid with no process, or whose process has exited and
+// waits to be reaped (a zombie), gives an error wrapping os.ErrNotExist.
+func processStart(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	end := strings.LastIndexByte(string(b), ')')
+	if end < 0 {
+		return 0, errors.New("ledger: unreadable /proc stat")
+	}
+	fields := strings.Fields(string(b[end+1:]))
+	const startField = 22 - 3 // fields after ')' begin at field 3
+	if len(fields) <= startField {
+		return 0, errors.New("ledger: short /proc stat")
+	}
+	if state := fields[0]; state == "Z" || state == "X" {
+		return 0, fmt.Errorf("ledger: process %d has exited: %w", pid, os.ErrNotExist)
+	}
+	return strconv.ParseUint(fields[startField], 10, 64)
+}
