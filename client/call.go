@@ -38,6 +38,7 @@ type operation struct {
 	fp       string
 	redacted json.RawMessage
 	id       ledger.ID
+	fence    int64 // of the lease the current run holds
 	decision planner.Decision
 }
 
@@ -103,18 +104,18 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 			return nil, fmt.Errorf("client: re-planning guard: %w", err)
 		}
 		op.decision = v.Decision
-		if v.Decision == planner.Denied && v.Record.ErrorKind == KindUnconfirmed {
-			// Nobody answered last time; this is a new question.
-			v = planner.Verdict{Decision: planner.New}
-			op.decision = planner.New
-		}
-		if v.Record != nil && v.Decision != planner.New {
+		switch {
+		case v.Record != nil && v.Decision != planner.New:
 			c.log.Info("re-planned call matched", "tool", p.Name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
-			return c.settle(ctx, op, v.Record)
-		}
-		if v.Record != nil {
-			op.id.Key = v.Record.Key // RETRYABLE: take the operation over
-		} else {
+			op.id.Key = v.Record.Key
+			o, err, again := c.settle(ctx, op, v.Record)
+			if !again {
+				return o, err
+			}
+			// It ended with nothing run: claim it again, under its key.
+		case v.Record != nil:
+			op.id.Key = v.Record.Key // nothing ran (RETRYABLE, REJECTED): take the key over
+		default:
 			op.id.Key = newKey()
 		}
 	}
@@ -136,7 +137,7 @@ func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error
 	if rec.Fingerprint != op.fp {
 		return nil, c.fail(op, rec, fmt.Errorf("%w: key %s", ledger.ErrKeyReused, op.id.Key)), true
 	}
-	o, err := c.settle(ctx, op, rec)
+	o, err, _ := c.settle(ctx, op, rec) // a final record is never reclaimed
 	return o, err, true
 }
 
@@ -196,11 +197,6 @@ func marshalArgs(a any) (json.RawMessage, error) {
 	case map[string]any:
 		if v == nil {
 			return json.RawMessage("{}"), nil
-		}
-		// The usual case, written without encoding/json's reflection;
-		// TestMarshalArgsAsEncodingJSON holds it to json.Marshal's bytes.
-		if b, ok := appendValue(make([]byte, 0, 256), v); ok {
-			return b, nil
 		}
 		return marshalObject(a)
 	default:

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -20,19 +19,17 @@ import (
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
-// CapabilityKey is the experimental capability a key-aware server
-// advertises; it makes retrying an ambiguous failure safe.
-const CapabilityKey = "io.github.mcpledger/idempotency"
-
-// Wire names in _meta.
+// The wire names, from their one home in package wire.
 const (
-	MetaKey    = "io.github.mcpledger/idempotency-key"
-	MetaReplay = "io.github.mcpledger/replay"
-	// ArgKey is the argument filled with the key when a tool's input schema
-	// declares it.
-	ArgKey = "idempotency_key"
+	// CapabilityKey is the experimental capability a key-aware server
+	// advertises; it makes retrying an ambiguous failure safe.
+	CapabilityKey = wire.Capability
+	MetaKey       = wire.MetaKey
+	MetaReplay    = wire.MetaReplay
+	ArgKey        = wire.ArgKey
 )
 
 // Options configure a Client. The zero value (or nil) means the defaults.
@@ -42,7 +39,8 @@ type Options struct {
 	// Session is the agent session the re-planning guard and "approve for
 	// this session" are scoped to (default: a random id per Client).
 	Session string
-	// Owner names this process in leases (default host:pid:random).
+	// Owner names this process in leases (default ledger.NewOwner, which
+	// lets a follower on this host see at once that the process is gone).
 	Owner string
 	// Retry is the backoff policy for transient and retryable failures.
 	Retry *retry.Policy
@@ -102,6 +100,7 @@ type ConnectFunc func(ctx context.Context) (*mcp.ClientSession, error)
 // Client makes tool calls through a ledger. It is safe for concurrent use.
 type Client struct {
 	store   ledger.Store
+	lc      *ledger.Lifecycle
 	opts    Options
 	guard   *planner.Guard
 	connect ConnectFunc
@@ -156,8 +155,7 @@ func newClient(store ledger.Store, opts *Options) *Client {
 		o.Session = "s-" + randomHex(8)
 	}
 	if o.Owner == "" {
-		host, _ := os.Hostname()
-		o.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(4))
+		o.Owner = ledger.NewOwner("client-" + randomHex(4))
 	}
 	if o.Window == 0 {
 		o.Window = 10 * time.Minute
@@ -187,6 +185,8 @@ func newClient(store ledger.Store, opts *Options) *Client {
 	log := lg.With("component", "mcpledger.client", "tenant", o.Tenant, "session", o.Session)
 	return &Client{
 		store: store,
+		lc: &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait,
+			Now: o.Now, Logger: log},
 		opts:  o,
 		guard: &planner.Guard{Store: store, Window: o.Window, Windows: o.Windows, Now: o.Now},
 		log:   log,
@@ -269,7 +269,7 @@ func keyAware(s *mcp.ClientSession) bool {
 	if ir == nil || ir.Capabilities == nil {
 		return false
 	}
-	_, ok := ir.Capabilities.Experimental[CapabilityKey]
+	_, ok := ir.Capabilities.Experimental[wire.Capability]
 	return ok
 }
 

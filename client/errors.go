@@ -13,6 +13,11 @@ var (
 	ErrOutcomeUnknown = errors.New("client: outcome unknown")
 	// ErrDenied: a person or the policy refused the call; nothing ran.
 	ErrDenied = errors.New("client: call denied")
+	// ErrRejected: nothing ran and nothing will: the server refused the
+	// request before the tool ran (invalid arguments, a key it will not
+	// take), or no one confirmed the call. The record is REJECTED and the
+	// same key may be used again, with corrected arguments or an answer.
+	ErrRejected = errors.New("client: call rejected before it ran")
 	// ErrNotSent: the request provably never reached the tool and retries
 	// ran out; the record is RETRYABLE and the same call may be repeated.
 	ErrNotSent = errors.New("client: request not sent")

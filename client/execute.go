@@ -11,8 +11,9 @@ import (
 	"github.com/mcpledger/mcpledger/telemetry"
 )
 
-// execute claims op and, as the winner, asks for approval when the policy
-// says so and runs it; as a follower it settles on the existing record.
+// execute claims op. The winner asks for approval when the policy says so
+// and runs the call; a follower settles on the record it found. A record
+// that turns out reclaimable (RETRYABLE, REJECTED) is claimed again.
 func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 	s := c.Session()
 	verdict := c.opts.Policy.Decide(confirm.Tool{Name: op.name, Server: c.serverName(s), Annotations: annotations(op)})
@@ -29,83 +30,85 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		return nil, err
 	}
 	traceID, spanID := telemetry.IDs(ctx)
-	cl, err := c.store.Claim(ctx, ledger.ClaimRequest{
+	req := ledger.ClaimRequest{
 		ID:            op.id,
 		Session:       c.opts.Session,
 		Fingerprint:   op.fp,
 		Arguments:     redacted,
-		Owner:         c.opts.Owner,
-		Lease:         c.opts.Lease,
 		NeedsApproval: ask || verdict == confirm.Deny,
 		Retention:     c.retention(op.name),
 		ReusePolicy:   c.opts.ReusePolicy[op.name],
 		TraceID:       traceID,
 		SpanID:        spanID,
-	})
-	if errors.Is(err, ledger.ErrKeyReused) {
-		return nil, c.fail(op, cl.Record, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("client: claim %s: %w", op.name, err)
-	}
-	if !cl.Won {
-		return c.settle(ctx, op, cl.Record)
-	}
-	rec := cl.Record
-	if rec.State == ledger.StatePendingApproval {
-		if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
-			if errors.Is(err, errSettledElsewhere) {
-				return c.settleID(ctx, op)
-			}
-			return nil, err
+	var rec *ledger.Record
+	for range 3 {
+		cl, err := c.lc.Claim(ctx, req)
+		if errors.Is(err, ledger.ErrKeyReused) {
+			return nil, c.fail(op, cl.Record, err)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("client: claim %s: %w", op.name, err)
+		}
+		rec = cl.Record
+		if !cl.Won {
+			o, err, again := c.settle(ctx, op, rec)
+			if again {
+				continue
+			}
+			return o, err
+		}
+		if rec.State == ledger.StatePendingApproval {
+			if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
+				return nil, err
+			}
+		}
+		return c.run(ctx, op, rec)
 	}
-	return c.run(ctx, op, rec)
+	return nil, c.fail(op, rec, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State))
 }
 
-// approve settles a PENDING_APPROVAL record the caller won: the policy's
-// deny, or a person's answer. It returns the PROCESSING record on approval.
+// approve settles a PENDING_APPROVAL record the caller holds: the policy's
+// deny, or a person's answer, asked while the lease is kept alive. It
+// returns the PROCESSING record on approval. No answer (no one to ask, a
+// prompt aborted) leaves the record REJECTED: nothing ran, and a later
+// call with an answer runs.
 func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record, verdict confirm.Verdict) (*ledger.Record, error) {
-	ans := confirm.Answer{Decision: ledger.DecisionDenied, By: "policy", Reason: "the policy denies " + op.name}
-	kind := "denied"
+	l := ledger.LeaseOf(rec)
+	rep := ledger.Report{On: ledger.OnDeny, ErrorKind: "denied", ErrorMessage: "the policy denies " + op.name,
+		Approval: confirm.Answer{Decision: ledger.DecisionDenied, By: "policy", Reason: "the policy denies " + op.name}.Approval(c.opts.Now())}
+	var askErr error
 	if verdict != confirm.Deny {
-		var err error
-		ans, err = c.ask(ctx, op, rec)
-		if errors.Is(err, confirm.ErrInputRequired) {
+		stop := c.lc.Hold(ctx, l)
+		ans, err := c.ask(ctx, op, rec)
+		stop()
+		switch {
+		case errors.Is(err, confirm.ErrInputRequired):
 			// The host asks the person and calls again with the answer; the
-			// record waits in PENDING_APPROVAL for that round.
+			// record waits, leased, in PENDING_APPROVAL for that round.
 			return nil, err
-		}
-		if err != nil {
-			ans = confirm.Answer{Decision: ledger.DecisionDenied, By: "mcpledger", Reason: err.Error()}
-			kind = KindUnconfirmed
+		case err != nil:
+			askErr = err
+			rep = ledger.Report{On: ledger.OnNoAnswer, ErrorKind: ledger.KindNoAnswer, ErrorMessage: ledger.OneLine(err.Error(), 300)}
+		case ans.Decision == ledger.DecisionDenied:
+			rep = ledger.Report{On: ledger.OnDeny, ErrorKind: "denied", ErrorMessage: ans.Reason, Approval: ans.Approval(c.opts.Now())}
+		default:
+			rep = ledger.Report{On: ledger.OnApprove, Approval: ans.Approval(c.opts.Now())}
 		}
 	}
-	bg, cancel := c.recordCtx(ctx)
-	defer cancel()
-	if ans.Decision == ledger.DecisionDenied {
-		denied, err := c.store.Transition(bg, ledger.Transition{
-			ID: op.id, From: ledger.StatePendingApproval, To: ledger.StateDenied,
-			Approval: ans.Approval(c.opts.Now()), ErrorKind: kind, ErrorMessage: ans.Reason,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("client: record denial: %w", err)
-		}
-		c.log.Info("call denied", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "by", ans.By)
-		return nil, c.fail(op, denied, ErrDenied)
-	}
-	approved, err := c.store.Transition(bg, ledger.Transition{
-		ID: op.id, From: ledger.StatePendingApproval, To: ledger.StateProcessing,
-		Owner: c.opts.Owner, Lease: c.opts.Lease, Approval: ans.Approval(c.opts.Now()),
-	})
-	if errors.Is(err, ledger.ErrStateChanged) {
-		// Another caller settled the approval first: follow its outcome.
-		return nil, errSettledElsewhere
-	}
+	after, err := c.lc.Settle(ctx, l, ledger.StatePendingApproval, rep)
 	if err != nil {
-		return nil, fmt.Errorf("client: record approval: %w", err)
+		return nil, c.fail(op, rec, fmt.Errorf("client: record the answer for %s: %w", op.name, err))
 	}
-	return approved, nil
+	switch rep.On {
+	case ledger.OnDeny:
+		c.log.Info("call denied", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "by", rep.Approval.By)
+		return nil, c.fail(op, after, ErrDenied)
+	case ledger.OnNoAnswer:
+		c.log.Info("call not confirmed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", askErr)
+		return nil, c.fail(op, after, fmt.Errorf("%w: no one confirmed the call: %w", ErrRejected, askErr))
+	}
+	return after, nil
 }
 
 // ask puts the call before a person. Earlier attempts of the same call in
@@ -171,23 +174,14 @@ func (c *Client) retention(tool string) time.Duration {
 	return c.opts.Retention
 }
 
-// recordCtx is for ledger writes that must land even when the caller's ctx
-// has ended: the outcome of a call that was sent is never dropped.
-func (c *Client) recordCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-}
-
-// KindUnconfirmed marks a denial where no person answered (no terminal, no
-// elicitation-capable host, or the input ended). Nobody decided, so the
-// re-planning guard does not hold it against a later attempt.
-const KindUnconfirmed = "unconfirmed"
-
-var errSettledElsewhere = errors.New("client: approval settled by another caller")
-
 func (c *Client) settleID(ctx context.Context, op *operation) (*Outcome, error) {
 	rec, err := c.store.Get(ctx, op.id)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return c.settle(ctx, op, rec)
+	o, err, again := c.settle(ctx, op, rec)
+	if again {
+		return c.execute(ctx, op)
+	}
+	return o, err
 }

@@ -9,63 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
 )
-
-// leaseSlack is how long past a lease's end a follower waits for the
-// owner's renewal before it treats the owner as gone.
-const leaseSlack = 250 * time.Millisecond
-
-// await waits, up to Options.InProgressWait, for a record to leave
-// PROCESSING or PENDING_APPROVAL. An owner that stops renewing its lease
-// (it crashed, or lost the ledger) would hold followers for good, and no
-// one but lease expiry may settle its record: so when the lease has ended
-// the follower expires it itself, which makes the record UNKNOWN.
-func (c *Client) await(ctx context.Context, rec *ledger.Record) (*ledger.Record, error) {
-	wctx, cancel := context.WithTimeout(ctx, c.opts.InProgressWait)
-	defer cancel()
-	id := rec.ID
-	for rec.State.Waiting() {
-		bound := time.Duration(-1) // PENDING_APPROVAL waits for a person: no lease
-		if rec.State == ledger.StateProcessing {
-			bound = rec.LeaseUntil.Sub(c.opts.Now())
-			if bound <= 0 {
-				if _, err := c.store.ExpireLeases(wctx); err != nil {
-					return rec, fmt.Errorf("client: expire leases: %w", err)
-				}
-				latest, err := c.store.Get(wctx, id)
-				if err != nil {
-					return rec, fmt.Errorf("client: %w", err)
-				}
-				rec = latest
-				if !rec.State.Waiting() {
-					break
-				}
-				bound = 0 // the store's clock disagrees: look again shortly
-			}
-			bound += leaseSlack
-		}
-		lctx, lcancel := wctx, context.CancelFunc(func() {})
-		if bound > 0 {
-			lctx, lcancel = context.WithTimeout(wctx, bound)
-		}
-		latest, err := c.store.Wait(lctx, id)
-		lcancel()
-		if latest != nil {
-			rec = latest
-		}
-		if err == nil {
-			continue
-		}
-		if wctx.Err() != nil {
-			return rec, wctx.Err()
-		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return rec, err
-		}
-		// The lease deadline passed: look at the owner's lease again.
-	}
-	return rec, nil
-}
 
 // canResend reports whether an UNKNOWN operation may be reconciled by
 // sending it again: only to a server that advertises the idempotency
@@ -89,9 +34,11 @@ func (c *Client) canResend(op *operation, rec *ledger.Record) bool {
 // sends the call again with the same key.
 func (c *Client) resend(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
 	op.id = rec.ID
+	// A take-over: the store gives the record this owner and the next fence,
+	// so the earlier owner, should it wake up, can record nothing.
 	again, err := c.store.Transition(ctx, ledger.Transition{
 		ID: rec.ID, From: ledger.StateUnknown, To: ledger.StateProcessing,
-		Owner: c.opts.Owner, Lease: c.opts.Lease,
+		Owner: c.lc.Owner, Lease: c.opts.Lease,
 	})
 	if errors.Is(err, ledger.ErrStateChanged) {
 		return c.settleID(ctx, op) // another caller reconciled it first
@@ -109,7 +56,7 @@ func serverRetention(s *mcp.ClientSession) (time.Duration, bool) {
 	if ir == nil || ir.Capabilities == nil {
 		return 0, false
 	}
-	m, ok := ir.Capabilities.Experimental[CapabilityKey].(map[string]any)
+	m, ok := ir.Capabilities.Experimental[wire.Capability].(map[string]any)
 	if !ok {
 		return 0, false
 	}

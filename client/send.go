@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,40 +15,52 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
-// run sends op, which the caller owns in PROCESSING, until it completes or
-// the retry rules give up, and records the outcome.
+// run sends op, which the caller holds in PROCESSING, until it completes
+// or the retry rules give up, and records the outcome through the
+// lifecycle: the lease is renewed while the call runs, and its fence goes
+// out with every attempt.
 func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
-	stop := c.keepLease(ctx, op)
-	res, attempts, sendErr, maybeSent := c.send(ctx, op, true)
-	stop()
+	var (
+		res       *mcp.CallToolResult
+		attempts  int
+		sendErr   error
+		maybeSent bool
+		encErr    error
+	)
+	after, rep, err := c.lc.Execute(ctx, rec, func(ctx context.Context, l ledger.Lease) ledger.Report {
+		op.fence = l.Fence
+		res, attempts, sendErr, maybeSent = c.send(ctx, op, true)
+		var rep ledger.Report
+		rep, encErr = c.report(op, res, attempts, sendErr, maybeSent)
+		return rep
+	})
 	telemetry.CallFrom(ctx).SetAttempts(attempts)
-
-	bg, cancel := c.recordCtx(ctx)
-	defer cancel()
-	if sendErr == nil {
-		return c.complete(bg, op, res, attempts)
+	if encErr != nil {
+		return nil, encErr
 	}
-	to, kind := ledger.StateUnknown, "ambiguous"
-	switch cls := retry.Classify(sendErr); {
-	case cls == retry.Permanent:
-		to, kind = ledger.StateFailed, permanentKind(sendErr)
-	case !maybeSent:
-		to, kind = ledger.StateRetryable, "not_sent"
-	case cls == retry.Unknown:
-		kind = "server_outcome_unknown"
+	if errors.Is(err, ledger.ErrStale) && sendErr == nil {
+		// A newer owner took the key over while this call ran: its answer
+		// is the server's, but the ledger keeps the newer owner's outcome.
+		c.log.Warn("result not recorded: the key was taken over", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
+		return &Outcome{Result: res, Key: op.id.Key, Record: rec, Attempts: attempts, Decision: op.decision}, nil
 	}
-	t := ledger.Transition{
-		ID: op.id, From: ledger.StateProcessing, To: to, Owner: c.opts.Owner,
-		AddAttempts: attempts, ErrorKind: kind, ErrorMessage: sendErr.Error(),
+	if err != nil && sendErr == nil {
+		return nil, fmt.Errorf("client: record result of %s (key %s): %w", op.name, op.id.Key, err)
 	}
-	after, err := c.store.Transition(bg, t)
 	if err != nil {
 		c.log.Error("record call failure", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
 		after = rec
-	} else if to == ledger.StateUnknown {
-		telemetry.CallFrom(ctx).EnteredUnknown(ctx, kind)
+	}
+	if sendErr == nil {
+		c.finals.put(after)
+		return &Outcome{Result: res, Key: op.id.Key, Record: after, Attempts: attempts, Decision: op.decision}, nil
+	}
+	to, _ := ledger.Next(ledger.StateProcessing, rep.On)
+	if to == ledger.StateUnknown {
+		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
 	}
 	c.log.Warn("call failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "state", to, "attempts", attempts, "err", sendErr)
 	switch to {
@@ -59,44 +69,57 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 	case ledger.StateRetryable:
 		return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrNotSent, sendErr))
 	}
-	if retry.Reason(sendErr) == retry.ReasonKeyReused {
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w", ledger.ErrKeyReused, sendErr))
+	if retry.Reason(sendErr) == wire.ReasonKeyReused {
+		return nil, c.fail(op, after, fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, sendErr))
 	}
-	return nil, c.fail(op, after, sendErr)
+	return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrRejected, sendErr))
 }
 
-// complete records a result the server returned and hands it to the caller.
-func (c *Client) complete(ctx context.Context, op *operation, res *mcp.CallToolResult, attempts int) (*Outcome, error) {
-	raw, err := encodeResult(res)
-	if err != nil {
-		return nil, fmt.Errorf("client: encode result of %s: %w", op.name, err)
-	}
-	compacted := false
-	if len(raw) > c.opts.MaxResult {
-		if raw, compacted, err = ledger.Compact(raw, c.opts.MaxResult); err != nil {
-			return nil, fmt.Errorf("client: compact result of %s: %w", op.name, err)
+// report says what one run of op means for the ledger: the server's
+// result (SUCCEEDED, or FAILED for isError), or by the error's class a
+// refusal before the tool ran (REJECTED), a request that never left
+// (RETRYABLE) or an ambiguous end (UNKNOWN).
+func (c *Client) report(op *operation, res *mcp.CallToolResult, attempts int, sendErr error, maybeSent bool) (ledger.Report, error) {
+	if sendErr == nil {
+		raw, compacted, err := c.encode(op, res)
+		if err != nil {
+			// Not storable: what the server did is known only to this
+			// caller, so the record must not claim to know it.
+			return ledger.Report{On: ledger.OnAmbiguous, Attempts: attempts, ErrorKind: "unstorable", ErrorMessage: err.Error()}, err
 		}
+		on := ledger.OnSucceeded
+		if res.IsError {
+			on = ledger.OnFailed
+		}
+		return ledger.Report{On: on, Result: raw, Compacted: compacted, Attempts: attempts}, nil
 	}
-	to := ledger.StateSucceeded
-	if res.IsError {
-		to = ledger.StateFailed
+	rep := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: "ambiguous", ErrorMessage: ledger.OneLine(sendErr.Error(), 500), Attempts: attempts}
+	switch cls := retry.Classify(sendErr); {
+	case cls == retry.Permanent:
+		rep.On, rep.ErrorKind = ledger.OnRefused, permanentKind(sendErr)
+	case !maybeSent:
+		rep.On, rep.ErrorKind = ledger.OnNotSent, "not_sent"
+	case cls == retry.Unknown:
+		rep.ErrorKind = "server_outcome_unknown"
 	}
-	t := ledger.Transition{
-		ID: op.id, From: ledger.StateProcessing, To: to, Owner: c.opts.Owner,
-		Result: raw, Compacted: compacted, AddAttempts: attempts,
-	}
-	rec, err := c.store.Transition(ctx, t)
-	if errors.Is(err, ledger.ErrLeaseLost) {
-		// The lease ran out while the call was in flight and expiry made the
-		// record UNKNOWN; this result is exactly what reconciles it.
-		t.From, t.Owner = ledger.StateUnknown, ""
-		rec, err = c.store.Transition(ctx, t)
-	}
+	return rep, nil
+}
+
+// encode is the result as stored: go-sdk's own encoding of it, compacted
+// past the size limit by the tool's compaction.
+func (c *Client) encode(op *operation, res *mcp.CallToolResult) (json.RawMessage, bool, error) {
+	raw, err := json.Marshal(res)
 	if err != nil {
-		return nil, fmt.Errorf("client: record result of %s (key %s): %w", op.name, op.id.Key, err)
+		return nil, false, fmt.Errorf("client: encode result of %s: %w", op.name, err)
 	}
-	c.finals.put(rec)
-	return &Outcome{Result: res, Key: op.id.Key, Record: rec, Attempts: attempts, Decision: op.decision}, nil
+	if len(raw) <= c.opts.MaxResult {
+		return raw, false, nil
+	}
+	raw, compacted, err := ledger.Compact(raw, c.opts.MaxResult)
+	if err != nil {
+		return nil, false, fmt.Errorf("client: compact result of %s: %w", op.name, err)
+	}
+	return raw, compacted, nil
 }
 
 // send makes attempts under the retry policy with the same key. It reports
@@ -175,7 +198,10 @@ func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
 	}
 	var args any = op.args
 	if keyed {
-		meta[MetaKey] = op.id.Key
+		meta[wire.MetaKey] = op.id.Key
+		if op.fence > 0 {
+			meta[wire.MetaFence] = op.fence
+		}
 		if c.declaresKeyArg(op.tool) {
 			args = withKeyArg(op.args, op.id.Key)
 		}
@@ -187,17 +213,17 @@ func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
 // Keys are [A-Za-z0-9._:~-] (ledger.ValidateKey), so the key is spliced in
 // as it is; arguments that may already name the field are decoded instead.
 func withKeyArg(args json.RawMessage, key string) any {
-	if bytes.Contains(args, []byte(`"`+ArgKey+`"`)) || bytes.IndexByte(args, '\\') >= 0 {
+	if bytes.Contains(args, []byte(`"`+wire.ArgKey+`"`)) || bytes.IndexByte(args, '\\') >= 0 {
 		var m map[string]any
 		if err := json.Unmarshal(args, &m); err != nil || m == nil {
 			m = map[string]any{} // marshalArgs already proved args is an object
 		}
-		m[ArgKey] = key
+		m[wire.ArgKey] = key
 		return m
 	}
 	body := bytes.TrimSpace(args[1:]) // after '{'
-	out := make([]byte, 0, len(args)+len(ArgKey)+len(key)+8)
-	out = append(out, `{"`+ArgKey+`":"`...)
+	out := make([]byte, 0, len(args)+len(wire.ArgKey)+len(key)+8)
+	out = append(out, `{"`+wire.ArgKey+`":"`...)
 	out = append(out, key...)
 	out = append(out, '"')
 	if len(body) > 0 && body[0] != '}' {
@@ -236,43 +262,8 @@ func schemaDeclaresKey(t *mcp.Tool) bool {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return false
 	}
-	_, ok := s.Properties[ArgKey]
+	_, ok := s.Properties[wire.ArgKey]
 	return ok
-}
-
-// keepLease renews the PROCESSING lease every Lease/3 until the returned
-// func is called; stop waits for a renewal under way. A timer, not a
-// goroutine: most calls end long before the first renewal.
-func (c *Client) keepLease(ctx context.Context, op *operation) (stop func()) {
-	every := c.opts.Lease / 3
-	var (
-		mu      sync.Mutex // held by a renewal and by stop
-		stopped bool
-		t       *time.Timer
-	)
-	renew := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		bg, cancel := c.recordCtx(ctx)
-		err := c.store.Renew(bg, op.id, c.opts.Owner, c.opts.Lease)
-		cancel()
-		if err != nil {
-			c.log.Warn("lease renewal failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
-		}
-		t.Reset(every)
-	}
-	mu.Lock()
-	t = time.AfterFunc(every, renew)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
-	}
 }
 
 // passthrough calls a read-only tool without the ledger. Reads are safe to
@@ -305,7 +296,7 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	for k, v := range p.Meta {
 		meta[k] = v
 	}
-	meta[MetaKey] = key
+	meta[wire.MetaKey] = key
 	telemetry.Inject(ctx, meta)
 	cp := &mcp.CallToolParams{Meta: meta, Name: p.Name, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	res, err := s.CallTool(ctx, cp)
@@ -315,10 +306,22 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	if res.NeedsInput() {
 		return &Outcome{Result: res, Key: key, Attempts: 1}, nil
 	}
-	op := &operation{params: p, name: p.Name, id: ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name, Key: key}}
-	bg, cancel := c.recordCtx(ctx)
-	defer cancel()
-	return c.complete(bg, op, res, 1)
+	id := ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name, Key: key}
+	rec, err := c.store.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("client: the operation of this continuation: %w", err)
+	}
+	op := &operation{params: p, name: p.Name, id: id}
+	rep, err := c.report(op, res, 1, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	after, err := c.lc.Settle(ctx, ledger.LeaseOf(rec), rec.State, rep)
+	if err != nil {
+		return nil, fmt.Errorf("client: record result of %s (key %s): %w", op.name, key, err)
+	}
+	c.finals.put(after)
+	return &Outcome{Result: res, Key: key, Record: after, Attempts: 1}, nil
 }
 
 // permanentKind names a deterministic rejection for the record.

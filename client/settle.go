@@ -4,77 +4,74 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
-// settle answers a caller whose operation already has a record: a replay of
-// a finished call, a bounded wait for one in flight, or an error that says
-// what happened. It never executes.
-func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
-	if rec.Tombstone {
-		return nil, c.fail(op, rec, fmt.Errorf("%w: the record of this key expired under the verify policy; a person must decide", ErrOutcomeUnknown))
-	}
-	if rec.State == ledger.StatePendingApproval {
+// settle answers a caller whose operation already has a record, by the
+// table's action for it: a bounded wait for one in flight, a replay of a
+// finished call, the denial, or an error that says what happened. It never
+// executes; again reports that the record is reclaimable and the caller
+// should claim it.
+func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) (o *Outcome, err error, again bool) {
+	if rec.State == ledger.StatePendingApproval && !rec.Tombstone {
 		if _, ok := confirmerFrom(ctx); ok {
 			// This request brings its own confirmer (a host answering an
 			// elicitation asked earlier): settle the approval here.
-			return c.resolvePending(ctx, op, rec)
+			o, err := c.resolvePending(ctx, op, rec)
+			return o, err, false
 		}
 	}
-	if rec.State.Waiting() {
+	if ledger.Act(rec) == ledger.ActWait {
 		telemetry.CallFrom(ctx).InProgressWait(ctx)
-		latest, err := c.await(ctx, rec)
+		latest, err := c.lc.Follow(ctx, rec)
 		rec = latest
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, c.fail(op, rec, ctx.Err())
+				return nil, c.fail(op, rec, ctx.Err()), false
 			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("client: wait for %s: %w", rec.Tool, err)
+			if errors.Is(err, ledger.ErrInProgress) {
+				return nil, c.fail(op, rec, ledger.ErrInProgress), false
 			}
-			return nil, c.fail(op, rec, ledger.ErrInProgress)
+			return nil, fmt.Errorf("client: wait for %s: %w", rec.Tool, err), false
 		}
 	}
-	switch rec.State {
-	case ledger.StateSucceeded, ledger.StateFailed:
-		return c.replay(op, rec)
-	case ledger.StateUnknown:
+	switch ledger.Act(rec) {
+	case ledger.ActReplay:
+		o, err := c.replay(op, rec)
+		return o, err, false
+	case ledger.ActDenied:
+		return nil, c.fail(op, rec, ErrDenied), false
+	case ledger.ActReclaim:
+		return nil, nil, true
+	case ledger.ActReconcile:
 		if c.canResend(op, rec) {
-			return c.resend(ctx, op, rec)
+			o, err := c.resend(ctx, op, rec)
+			return o, err, false
 		}
-		return nil, c.fail(op, rec, ErrOutcomeUnknown)
-	case ledger.StateDenied:
-		return nil, c.fail(op, rec, ErrDenied)
-	case ledger.StateRetryable:
-		return nil, c.fail(op, rec, ErrNotSent)
+		if rec.Tombstone {
+			return nil, c.fail(op, rec, fmt.Errorf("%w: the record of this key expired under the verify policy; a person must decide", ErrOutcomeUnknown)), false
+		}
+		return nil, c.fail(op, rec, ErrOutcomeUnknown), false
 	}
-	return nil, c.fail(op, rec, ledger.ErrInProgress)
+	return nil, c.fail(op, rec, ledger.ErrInProgress), false
 }
 
 // ReplayMarker is the value of _meta["io.github.mcpledger/replay"] on a
 // replayed result.
-type ReplayMarker struct {
-	Key      string       `json:"key"`
-	State    ledger.State `json:"state"`
-	FirstAt  time.Time    `json:"firstAt"`
-	Attempts int          `json:"attempts"`
-	// Compacted: the stored result was compacted past the size limit.
-	Compacted bool `json:"compacted,omitempty"`
-}
+type ReplayMarker = wire.Replay
 
 // replay answers with the first execution's result plus the replay marker.
 func (c *Client) replay(op *operation, rec *ledger.Record) (*Outcome, error) {
 	if len(rec.Result) == 0 {
-		// A deterministic rejection (a protocol error, key reused at the
-		// server): replay the same error.
-		return nil, c.fail(op, rec, fmt.Errorf("client: %s rejected the call earlier (%s): %s", rec.Tool, rec.ErrorKind, rec.ErrorMessage))
+		// A record finished without a result (reconciled by a person
+		// without one): say so rather than replay an empty success.
+		return nil, c.fail(op, rec, fmt.Errorf("client: %s ended as %s without a stored result (%s): %s", rec.Tool, rec.State, rec.ErrorKind, rec.ErrorMessage))
 	}
 	res, err := c.replayResult(rec)
 	if err != nil {
@@ -132,8 +129,8 @@ func mark(res *mcp.CallToolResult, rec *ledger.Record) {
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[MetaReplay] = ReplayMarker{
-		Key: rec.Key, State: rec.State, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+	meta[wire.MetaReplay] = wire.Replay{
+		Key: rec.Key, State: string(rec.State), FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
 	}
 	res.Meta = meta
 }
@@ -149,26 +146,19 @@ func (c *Client) fail(op *operation, rec *ledger.Record, err error) error {
 }
 
 func explain(tool, key string, rec *ledger.Record, err error) string {
-	if rec != nil {
-		d := planner.Replay
-		switch {
-		case errors.Is(err, ledger.ErrKeyReused):
-			return fmt.Sprintf("The key %s was already used for %s with different arguments, so this call was not run. Do not re-issue it; use a new operation if a second effect is really wanted.", key, tool)
-		case rec.State.Waiting():
-			d = planner.InFlight
-		case rec.State == ledger.StateUnknown || rec.Tombstone:
-			d = planner.Unknown
-		case rec.State == ledger.StateDenied:
-			d = planner.Denied
-		}
-		return planner.Explain(planner.Verdict{Decision: d, Record: rec})
+	switch {
+	case rec != nil && errors.Is(err, ledger.ErrKeyReused):
+		return fmt.Sprintf("The key %s was already used for %s with different arguments, so this call was not run. Do not re-issue it; use a new operation if a second effect is really wanted.", key, tool)
+	case rec != nil:
+		return ledger.Explain(rec)
 	}
 	return fmt.Sprintf("The call to %s (key %s) did not complete: %v. Ask ledger_status with this key before calling again.", tool, key, err)
 }
 
 // resolvePending asks the request's confirmer about a record waiting for
-// approval and, on approval, runs the call. The compare-and-set from
-// PENDING_APPROVAL lets exactly one caller act on the answer.
+// approval and, on approval, runs the call. The record's lease is taken
+// over first (its fence guards the answer), so exactly one caller acts on
+// it; the record's own owner may be waiting for the host's answer.
 func (c *Client) resolvePending(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
 	if op.fp != "" && rec.Fingerprint != op.fp {
 		return nil, c.fail(op, rec, ledger.ErrKeyReused)
@@ -180,10 +170,11 @@ func (c *Client) resolvePending(ctx context.Context, op *operation, rec *ledger.
 	}
 	op.id = rec.ID
 	approved, err := c.approve(ctx, op, rec, verdict)
-	if errors.Is(err, errSettledElsewhere) {
-		return c.settleID(ctx, op)
-	}
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && errors.Is(e.Err, ledger.ErrLeaseLost) {
+			return c.settleID(ctx, op) // another caller answered first
+		}
 		return nil, err
 	}
 	return c.run(ctx, op, approved)

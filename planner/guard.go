@@ -18,8 +18,8 @@ type Decision int
 
 // The decisions, one per way an earlier identical call can stand.
 const (
-	// New: no earlier call matches (or the match never reached the tool,
-	// and the Verdict's Record carries the key to reuse): execute.
+	// New: no earlier call matches (or the match never ran: RETRYABLE or
+	// REJECTED, and the Verdict's Record carries the key to reuse): execute.
 	New Decision = iota
 	// Replay: an earlier call finished (SUCCEEDED or FAILED); its recorded
 	// result is the answer.
@@ -130,27 +130,25 @@ func (g *Guard) Check(ctx context.Context, q Query) (Verdict, error) {
 		if r.Tenant != q.Tenant || r.Session != q.Session || r.Tool != q.Tool || r.Fingerprint != q.Fingerprint {
 			continue
 		}
-		if r.Tombstone {
-			return Verdict{Decision: Unknown, Record: r}, nil
-		}
-		if !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
+		if !r.Tombstone && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
 			continue
 		}
-		return Verdict{Decision: decide(r.State), Record: r}, nil
+		return Verdict{Decision: decide(r), Record: r}, nil
 	}
 	return Verdict{Decision: New}, nil
 }
 
-func decide(s ledger.State) Decision {
-	switch s {
-	case ledger.StateSucceeded, ledger.StateFailed:
+// decide maps the table's action for r to the guard's decision.
+func decide(r *ledger.Record) Decision {
+	switch ledger.Act(r) {
+	case ledger.ActReplay:
 		return Replay
-	case ledger.StateProcessing, ledger.StatePendingApproval:
+	case ledger.ActWait:
 		return InFlight
-	case ledger.StateDenied:
+	case ledger.ActDenied:
 		return Denied
-	case ledger.StateRetryable:
-		// It never reached the tool: send it again, under the same key.
+	case ledger.ActReclaim:
+		// Nothing ran: send it again, under the same key.
 		return New
 	}
 	return Unknown

@@ -27,11 +27,13 @@ func meaning(r *ledger.Record) string {
 		return "it waits for a person's approval"
 	case ledger.StateDenied:
 		if r.Approval != nil && r.Approval.Reason != "" {
-			return "it was refused (reason: " + oneLine(r.Approval.Reason) + ")"
+			return "it was refused (reason: " + ledger.OneLine(r.Approval.Reason, 200) + ")"
 		}
 		return "it was refused"
 	case ledger.StateRetryable:
 		return "it never reached the tool and will be sent again under the same key"
+	case ledger.StateRejected:
+		return "it did not run (" + ledger.OneLine(r.ErrorMessage, 200) + "); nothing took effect and the call may be made again"
 	}
 	return "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"
 }

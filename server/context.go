@@ -4,8 +4,14 @@ import "context"
 
 type keyCtx struct{}
 
-func withKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, keyCtx{}, key)
+// lease is what a handler may know of the guarded call it runs.
+type lease struct {
+	key   string
+	fence int64
+}
+
+func withCall(ctx context.Context, c *call) context.Context {
+	return context.WithValue(ctx, keyCtx{}, lease{key: c.id.Key, fence: c.fence})
 }
 
 // KeyFromContext returns the idempotency key of the guarded call a handler
@@ -13,6 +19,16 @@ func withKey(ctx context.Context, key string) context.Context {
 // end-to-end key: the downstream refuses a second effect even if the ledger
 // were lost). It reports false outside a guarded call.
 func KeyFromContext(ctx context.Context) (string, bool) {
-	k, ok := ctx.Value(keyCtx{}).(string)
-	return k, ok
+	l, ok := ctx.Value(keyCtx{}).(lease)
+	return l.key, ok
+}
+
+// FenceFromContext returns the fencing token the client sent with the
+// guarded call a handler is running (0 when the client sent none), so a
+// downstream write can be made conditional on it: a store that saw a
+// higher token for the key refuses a lower one. It reports false outside a
+// guarded call.
+func FenceFromContext(ctx context.Context) (int64, bool) {
+	l, ok := ctx.Value(keyCtx{}).(lease)
+	return l.fence, ok
 }

@@ -2,14 +2,13 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,36 +19,26 @@ const (
 	KindPanic         = "panic"          // UNKNOWN: the handler panicked
 	KindCanceled      = "canceled"       // UNKNOWN: the handler ended with its context
 	KindHandlerError  = "handler_error"  // UNKNOWN: the handler returned a Go error
-	KindRejected      = "rejected"       // RETRYABLE: the handler refused the request (JSON-RPC -32700..-32600, -31002)
+	KindRejected      = "rejected"       // RETRYABLE: the handler refused the request (JSON-RPC -32700..-32600 but -32602, -31002); REJECTED for -32602
 	KindInputRequired = "input_required" // RETRYABLE: the handler asked for input before acting
 	KindUnstorable    = "unstorable"     // UNKNOWN: the result could not be encoded
 	KindReconciled    = "reconciled"     // set by Reconcile
 )
 
-// settleTimeout bounds the write of an outcome. It runs on a context
-// detached from the request, because a canceled request must still leave
-// its record UNKNOWN rather than PROCESSING.
-const settleTimeout = 10 * time.Second
-
-// outcome is what one execution means for the ledger.
-type outcome struct {
-	to        ledger.State
-	kind      string
-	message   string
-	result    json.RawMessage
-	compacted bool
-}
-
-// execute runs the handler as the winner of the claim, with the lease kept
-// alive, and stores what happened.
-func (g *Guard) execute(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolRequest, c *call) (mcp.Result, error) {
+// execute runs the handler as the winner of the claim (the lifecycle keeps
+// the lease alive meanwhile) and says what happened: the report to store,
+// and the reply to send.
+func (g *Guard) execute(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolRequest, c *call) (ledger.Report, mcp.Result, error) {
 	telemetry.CallFrom(ctx).Executed()
-	stop := g.keepLease(c.id)
-	res, p, err := invoke(withKey(ctx, c.id.Key), next, req)
-	stop()
-	o, reply, replyErr := g.judge(ctx, c, res, p, err)
-	g.settle(ctx, c, o)
-	return reply, replyErr
+	res, p, err := invoke(withCall(ctx, c), next, req)
+	rep, reply, replyErr := g.judge(ctx, c, res, p, err)
+	rep.Attempts = 1
+	if rep.On == ledger.OnAmbiguous {
+		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
+	}
+	g.opts.Logger.DebugContext(ctx, "mcpledger server: ran", "tool", c.id.Tool, "tenant", c.id.Tenant,
+		"key", ledger.ShortHash(c.id.Key), "on", rep.On, "kind", rep.ErrorKind)
+	return rep, reply, replyErr
 }
 
 type panicked struct {
@@ -74,28 +63,32 @@ func invoke(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolReques
 
 // judge maps the handler's return to the outcome to store and the reply
 // to send.
-func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked, err error) (outcome, mcp.Result, error) {
+func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked, err error) (ledger.Report, mcp.Result, error) {
 	if p != nil {
 		g.opts.Logger.ErrorContext(ctx, "mcpledger server: handler panicked; record left UNKNOWN",
 			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-		o := outcome{to: ledger.StateUnknown, kind: KindPanic, message: fmt.Sprint(p.value)}
-		return o, nil, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(o.to),
+		o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindPanic, ErrorMessage: fmt.Sprint(p.value)}
+		return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
 			fmt.Sprintf("tool %q: the handler panicked; the outcome is unknown and the call will not run again until it is reconciled", c.id.Tool), 0)
 	}
 	if err != nil {
 		var je *jsonrpc.Error
 		switch {
 		case ctx.Err() != nil || isContextErr(err):
-			o := outcome{to: ledger.StateUnknown, kind: KindCanceled, message: err.Error()}
-			return o, nil, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(o.to),
+			o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindCanceled, ErrorMessage: err.Error()}
+			return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
 				fmt.Sprintf("tool %q: the handler stopped with its context (%v); the outcome is unknown", c.id.Tool, err), 0)
-		case errors.As(err, &je) && (je.Code >= jsonrpc.CodeParseError && je.Code <= jsonrpc.CodeInvalidRequest || je.Code == codeInProgress):
+		case errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams:
+			// The handler refused the arguments before acting: nothing ran,
+			// and the same key may come back with corrected arguments.
+			return ledger.Report{On: ledger.OnRefused, ErrorKind: ledger.KindRefused, ErrorMessage: je.Message}, nil, err
+		case errors.As(err, &je) && (je.Code >= jsonrpc.CodeParseError && je.Code <= jsonrpc.CodeInvalidRequest || je.Code == wire.CodeInProgress):
 			// A protocol-level refusal: the handler rejected the request
 			// before acting. A retry with the same key asks it again.
-			return outcome{to: ledger.StateRetryable, kind: KindRejected, message: je.Message}, nil, err
+			return ledger.Report{On: ledger.OnNotSent, ErrorKind: KindRejected, ErrorMessage: je.Message}, nil, err
 		default:
-			o := outcome{to: ledger.StateUnknown, kind: KindHandlerError, message: err.Error()}
-			return o, nil, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(o.to),
+			o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindHandlerError, ErrorMessage: err.Error()}
+			return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
 				fmt.Sprintf("tool %q: the handler failed (%v); the outcome is unknown and the call will not run again until it is reconciled", c.id.Tool, err), 0)
 		}
 	}
@@ -107,88 +100,27 @@ func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked,
 	if cr.IsError && (ctx.Err() != nil || isContextErr(cr.GetError())) {
 		// A typed handler's Go error arrives as an isError result; when it
 		// is the context's error the handler was cut off, not refused.
-		o := outcome{to: ledger.StateUnknown, kind: KindCanceled, message: firstText(cr, 500)}
-		return o, nil, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(o.to),
-			fmt.Sprintf("tool %q: the handler stopped with its context (%s); the outcome is unknown", c.id.Tool, o.message), 0)
+		o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindCanceled, ErrorMessage: firstText(cr, 500)}
+		return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
+			fmt.Sprintf("tool %q: the handler stopped with its context (%s); the outcome is unknown", c.id.Tool, o.ErrorMessage), 0)
 	}
 	if len(cr.InputRequests) > 0 {
 		// The handler asks for input before it acts (multi-round-trip). The
 		// continuation comes back with the same key and claims the record
 		// again, so the operation stays one operation.
-		return outcome{to: ledger.StateRetryable, kind: KindInputRequired}, res, nil
+		return ledger.Report{On: ledger.OnNotSent, ErrorKind: KindInputRequired}, res, nil
 	}
 	raw, compacted, err := g.encode(c, cr)
 	if err != nil {
 		g.opts.Logger.ErrorContext(ctx, "mcpledger server: result not storable; record left UNKNOWN",
 			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "err", err)
-		return outcome{to: ledger.StateUnknown, kind: KindUnstorable, message: err.Error()}, res, nil
+		return ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindUnstorable, ErrorMessage: err.Error()}, res, nil
 	}
-	o := outcome{to: ledger.StateSucceeded, result: raw, compacted: compacted}
+	o := ledger.Report{On: ledger.OnSucceeded, Result: raw, Compacted: compacted}
 	if cr.IsError {
-		o.to, o.kind, o.message = ledger.StateFailed, KindToolError, firstText(cr, 500)
+		o.On, o.ErrorKind, o.ErrorMessage = ledger.OnFailed, KindToolError, firstText(cr, 500)
 	}
 	return o, res, nil
-}
-
-// settle writes the outcome. A lost lease with a final outcome means the
-// record went UNKNOWN while the handler ran (a stalled store, a sweep that
-// beat the renewal): this process knows what happened, so it reconciles the
-// record itself.
-func (g *Guard) settle(ctx context.Context, c *call, o outcome) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancel()
-	t := ledger.Transition{
-		ID: c.id, From: ledger.StateProcessing, To: o.to, Owner: g.opts.Owner,
-		Result: o.result, Compacted: o.compacted, ErrorKind: o.kind, ErrorMessage: o.message,
-		AddAttempts: 1,
-	}
-	_, err := g.store.Transition(sctx, t)
-	if errors.Is(err, ledger.ErrLeaseLost) && o.to.Final() {
-		t.From = ledger.StateUnknown
-		_, err = g.store.Transition(sctx, t)
-	}
-	if err != nil {
-		g.opts.Logger.ErrorContext(ctx, "mcpledger server: storing outcome failed; lease expiry will make the record UNKNOWN",
-			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "state", o.to, "err", err)
-		return
-	}
-	if o.to == ledger.StateUnknown {
-		telemetry.CallFrom(ctx).EnteredUnknown(ctx, o.kind)
-	}
-	g.opts.Logger.DebugContext(ctx, "mcpledger server: stored", "tool", c.id.Tool, "tenant", c.id.Tenant,
-		"key", ledger.ShortHash(c.id.Key), "state", o.to, "kind", o.kind)
-}
-
-// keepLease renews the lease every Lease/3 until stop is called, so a long
-// handler is never mistaken for a dead one. stop waits for the renewer to
-// finish, so no renewal races the final transition.
-func (g *Guard) keepLease(id ledger.ID) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(g.opts.Lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			err := g.store.Renew(ctx, id, g.opts.Owner, g.opts.Lease)
-			if err == nil || ctx.Err() != nil {
-				continue
-			}
-			g.opts.Logger.Error("mcpledger server: renewing lease", "tool", id.Tool, "key", ledger.ShortHash(id.Key), "err", err)
-			if errors.Is(err, ledger.ErrLeaseLost) {
-				return
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }
 
 // firstText returns the first text content, cut to at most n bytes.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,8 +17,11 @@ import (
 // stored outcome to every duplicate. A Guard is safe for concurrent use.
 type Guard struct {
 	store ledger.Store
+	lc    *ledger.Lifecycle
 	opts  Options
 	tel   *telemetry.Telemetry
+	// fences holds the highest fencing token seen per key.
+	fences fenceBook
 
 	// schemas maps *mcp.Tool to *schemaEntry. Tools are immutable once
 	// registered, so a pointer identifies one schema; a replaced tool gets a
@@ -29,7 +32,8 @@ type Guard struct {
 // New returns a Guard that records operations in store. opts may be nil.
 func New(store ledger.Store, opts *Options) *Guard {
 	o := opts.withDefaults()
-	return &Guard{store: store, opts: o, tel: newTelemetry(store, o)}
+	lc := &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait, Now: o.Now, Logger: o.Logger}
+	return &Guard{store: store, lc: lc, opts: o, tel: newTelemetry(store, o)}
 }
 
 // Owner is the lease owner this Guard writes into PROCESSING records.
@@ -96,48 +100,69 @@ func (g *Guard) callTool(ctx context.Context, next mcp.MethodHandler, req *mcp.C
 	return res, err
 }
 
-// maxReclaims bounds how often one request re-claims a record that went
-// back to RETRYABLE under it (an input-required round or a rejection by
-// another request's handler).
-const maxReclaims = 3
-
-// run claims the operation and either executes it (the winner) or follows
-// the stored record (every duplicate).
+// run claims the operation through the lifecycle: the winner executes the
+// handler under a renewed lease, every duplicate follows the stored record
+// and is answered by the table's action for it.
 func (g *Guard) run(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolRequest, c *call) (mcp.Result, error) {
+	if err := g.checkFence(c); err != nil {
+		return nil, err
+	}
 	retention := c.policy.Retention
 	if retention <= 0 {
 		retention = g.opts.Retention
 	}
-	for range maxReclaims {
-		cl, err := g.store.Claim(ctx, ledger.ClaimRequest{
-			ID:          c.id,
-			Session:     c.session,
-			Fingerprint: c.fingerprint,
-			Arguments:   c.arguments,
-			Owner:       g.opts.Owner,
-			Lease:       g.opts.Lease,
-			Retention:   retention,
-			ReusePolicy: c.policy.Reuse,
-			TraceID:     c.traceID,
-			SpanID:      c.spanID,
-		})
-		if errors.Is(err, ledger.ErrKeyReused) {
-			g.log(ctx, "key reused", c, nil)
-			return nil, wireError(codeKeyReused, reasonKeyReused, c.id.Key, stateOf(cl.Record),
-				fmt.Sprintf("tool %q: idempotency key was first used with other arguments; nothing was run (use a new key for a different request)", c.id.Tool), 0)
-		}
+	var (
+		reply    mcp.Result
+		replyErr error
+	)
+	rec, ran, err := g.lc.Do(ctx, ledger.ClaimRequest{
+		ID:          c.id,
+		Session:     c.session,
+		Fingerprint: c.fingerprint,
+		Arguments:   c.arguments,
+		Retention:   retention,
+		ReusePolicy: c.policy.Reuse,
+		TraceID:     c.traceID,
+		SpanID:      c.spanID,
+	}, func(ctx context.Context, l ledger.Lease) ledger.Report {
+		var rep ledger.Report
+		rep, reply, replyErr = g.execute(ctx, next, req, c)
+		return rep
+	})
+	if ran {
 		if err != nil {
-			return nil, fmt.Errorf("server: claiming %q: %w", c.id.Tool, err)
+			g.opts.Logger.ErrorContext(ctx, "mcpledger server: storing outcome failed; lease expiry will make the record UNKNOWN",
+				"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "err", err)
 		}
-		if cl.Won {
-			return g.execute(ctx, next, req, c)
-		}
-		res, again, err := g.follow(ctx, c, cl.Record)
-		if !again {
-			return res, err
-		}
+		return reply, replyErr
 	}
-	return nil, wireError(codeInProgress, reasonInProgress, c.id.Key, string(ledger.StateRetryable),
+	switch {
+	case errors.Is(err, ledger.ErrKeyReused):
+		g.log(ctx, "key reused", c, nil)
+		return nil, wireError(wire.CodeKeyReused, wire.ReasonKeyReused, c.id.Key, stateOf(rec),
+			fmt.Sprintf("tool %q: idempotency key was first used with other arguments; nothing was run (use a new key for a different request)", c.id.Tool), 0)
+	case errors.Is(err, ledger.ErrInProgress):
+		g.log(ctx, "in progress", c, rec)
+		return nil, wireError(wire.CodeInProgress, wire.ReasonInProgress, c.id.Key, stateOf(rec),
+			fmt.Sprintf("tool %q: an earlier request with this key is still running; retry with the same key", c.id.Tool), g.opts.RetryAfter)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("server: %q: %w", c.id.Tool, err)
+	}
+	switch ledger.Act(rec) {
+	case ledger.ActReplay, ledger.ActDenied:
+		g.log(ctx, "replay", c, rec)
+		return replay(rec)
+	case ledger.ActReconcile:
+		g.log(ctx, "outcome unknown", c, rec)
+		if rec.Tombstone {
+			return nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(rec.State),
+				fmt.Sprintf("tool %q: this key was used before and its record has expired; reconcile it before reusing the key", c.id.Tool), 0)
+		}
+		return nil, unknownError(c, rec)
+	}
+	return nil, wireError(wire.CodeInProgress, wire.ReasonInProgress, c.id.Key, stateOf(rec),
 		fmt.Sprintf("tool %q: operation is being retried by other requests; try again", c.id.Tool), g.opts.RetryAfter)
 }
 
@@ -148,77 +173,19 @@ func stateOf(r *ledger.Record) string {
 	return string(r.State)
 }
 
-// follow answers a duplicate from the stored record, waiting a bounded time
-// while the record is still being executed. again reports that the record
-// went back to RETRYABLE and the caller should claim it.
-func (g *Guard) follow(ctx context.Context, c *call, rec *ledger.Record) (res mcp.Result, again bool, err error) {
-	expired := false
-	deadline := time.Now().Add(g.opts.InProgressWait)
-	for {
-		if rec.Tombstone {
-			return nil, false, wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(rec.State),
-				fmt.Sprintf("tool %q: this key was used before and its record has expired; reconcile it before reusing the key", c.id.Tool), 0)
-		}
-		switch rec.State {
-		case ledger.StateSucceeded, ledger.StateFailed, ledger.StateDenied:
-			g.log(ctx, "replay", c, rec)
-			r, err := replay(rec)
-			if err != nil {
-				return nil, false, err
-			}
-			return r, false, nil
-		case ledger.StateUnknown:
-			g.log(ctx, "outcome unknown", c, rec)
-			return nil, false, unknownError(c, rec)
-		case ledger.StateRetryable:
-			return nil, true, nil
-		}
-		if !rec.State.Waiting() {
-			return nil, false, fmt.Errorf("server: record of %q is in unexpected state %s", c.id.Tool, rec.State)
-		}
-		// A lease that has ended belongs to a dead owner: turn it UNKNOWN now
-		// instead of making the duplicate wait for the next sweep.
-		if rec.State == ledger.StateProcessing && !expired && !rec.LeaseUntil.IsZero() && rec.LeaseUntil.Before(g.opts.Now()) {
-			expired = true
-			n, err := g.store.ExpireLeases(ctx)
-			if err != nil {
-				return nil, false, fmt.Errorf("server: expiring leases: %w", err)
-			}
-			g.tel.EnteredUnknown(ctx, "", ledger.KindLeaseExpired, n)
-			if rec, err = g.store.Get(ctx, c.id); err != nil {
-				return nil, false, fmt.Errorf("server: reading %q: %w", c.id.Tool, err)
-			}
-			continue
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			g.log(ctx, "in progress", c, rec)
-			return nil, false, wireError(codeInProgress, reasonInProgress, c.id.Key, string(rec.State),
-				fmt.Sprintf("tool %q: an earlier request with this key is still running; retry with the same key", c.id.Tool), g.opts.RetryAfter)
-		}
-		// Wait past the lease end too, so a dead owner's record is expired
-		// here rather than reported as in progress.
-		if !rec.LeaseUntil.IsZero() {
-			if untilLease := rec.LeaseUntil.Sub(g.opts.Now()) + time.Millisecond; untilLease < wait {
-				wait = max(untilLease, time.Millisecond)
-			}
-		}
-		telemetry.CallFrom(ctx).InProgressWait(ctx)
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		latest, err := g.store.Wait(wctx, c.id)
-		cancel()
-		if latest != nil {
-			rec = latest
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
-			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				return nil, false, fmt.Errorf("server: waiting for %q: %w", c.id.Tool, err)
-			}
-		}
+// checkFence refuses a request whose fencing token is lower than one this
+// server already saw for the key: its sender lost the key to a newer owner.
+// The highest tokens live in memory, bounded; a restart forgets them, and
+// the key's record still answers every repeat.
+func (g *Guard) checkFence(c *call) error {
+	if c.fence <= 0 {
+		return nil
 	}
+	if seen := g.fences.see(c.id, c.fence); seen > c.fence {
+		return wireError(wire.CodeInProgress, wire.ReasonStaleFence, c.id.Key, "",
+			fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", c.id.Tool, c.fence, seen), 0)
+	}
+	return nil
 }
 
 func unknownError(c *call, rec *ledger.Record) error {
@@ -226,7 +193,7 @@ func unknownError(c *call, rec *ledger.Record) error {
 	if rec.ErrorKind != "" {
 		why += " (" + rec.ErrorKind + ")"
 	}
-	return wireError(codeOutcomeUnknown, reasonOutcomeUnknown, c.id.Key, string(rec.State),
+	return wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(rec.State),
 		fmt.Sprintf("tool %q: %s; it will not run again until the operation is reconciled", c.id.Tool, why), 0)
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -65,9 +63,11 @@ type Options struct {
 	// (ledger.DefaultMaxResult when zero).
 	MaxResult int
 
-	// Owner names this server process in PROCESSING records. Empty means
-	// host:pid:random, unique per process, so a restarted process never
-	// mistakes a dead predecessor's lease for its own.
+	// Owner names this server process in leases. Empty means
+	// ledger.NewOwner with a random label, unique per process, so a
+	// restarted process never mistakes a dead predecessor's lease for its
+	// own, and a duplicate on this host knows at once when the process that
+	// held a call is gone.
 	Owner string
 
 	// Now is the clock (time.Now when nil).
@@ -161,14 +161,10 @@ func (o *Options) withDefaults() Options {
 }
 
 func defaultOwner() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown-host"
-	}
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		// crypto/rand does not fail on supported platforms.
 		panic("server: reading random bytes: " + err.Error())
 	}
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return ledger.NewOwner("server-" + hex.EncodeToString(b[:]))
 }

@@ -3,21 +3,15 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Replay is the value of _meta["io.github.mcpledger/replay"] on a replayed
-// result.
-type Replay struct {
-	Key       string       `json:"key"`
-	State     ledger.State `json:"state"`
-	FirstAt   string       `json:"firstAt"` // RFC 3339, when the operation was first claimed
-	Attempts  int          `json:"attempts"`
-	Compacted bool         `json:"compacted,omitempty"`
-}
+// result (package wire's marker, the same on the client side).
+type Replay = wire.Replay
 
 // replay rebuilds the stored result with the replay marker. Each call
 // decodes a fresh copy, so the marker never leaks into the stored bytes or
@@ -46,10 +40,10 @@ func replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[MetaReplay] = Replay{
+	meta[wire.MetaReplay] = wire.Replay{
 		Key:       rec.Key,
-		State:     rec.State,
-		FirstAt:   rec.CreatedAt.UTC().Format(time.RFC3339),
+		State:     string(rec.State),
+		FirstAt:   rec.CreatedAt.UTC(),
 		Attempts:  rec.Attempts,
 		Compacted: rec.Compacted,
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,6 +25,8 @@ type call struct {
 	traceID     string
 	spanID      string
 	policy      ToolPolicy
+	// fence is the client's fencing token for the key (0: none sent).
+	fence int64
 }
 
 // keyHelp is appended to every key_required and key_invalid message so a
@@ -47,6 +50,10 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		}
 		return nil, wireError(codeKeyRequired, reason, "", "",
 			fmt.Sprintf("tool %q: %v; %s", p.Name, err, keyHelp), 0)
+	}
+	fence, err := callFence(p.Meta)
+	if err != nil {
+		return nil, wireError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, key, "", fmt.Sprintf("tool %q: %v", p.Name, err), 0)
 	}
 	if err := g.validate(tool, args); err != nil {
 		return nil, invalidParams(fmt.Sprintf("tool %q: invalid arguments: %v", p.Name, err))
@@ -73,6 +80,7 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		fingerprint: fp,
 		arguments:   red,
 		policy:      pol,
+		fence:       fence,
 	}
 	if req.Session != nil {
 		c.session = req.Session.ID()
@@ -83,6 +91,35 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		c.traceID, c.spanID = traceParent(p.Meta)
 	}
 	return c, nil
+}
+
+// callFence reads the fencing token from _meta: absent is 0, else a
+// positive integer.
+func callFence(meta mcp.Meta) (int64, error) {
+	v, ok := meta[wire.MetaFence]
+	if !ok || v == nil {
+		return 0, nil
+	}
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case int64:
+		f = float64(n)
+	case int:
+		f = float64(n)
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return 0, fmt.Errorf("_meta[%q] is not a number", wire.MetaFence)
+		}
+	default:
+		return 0, fmt.Errorf("_meta[%q] is a JSON %s, not an integer", wire.MetaFence, jsonKind(v))
+	}
+	if f < 1 || f != float64(int64(f)) {
+		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", wire.MetaFence, f)
+	}
+	return int64(f), nil
 }
 
 // decodeArgs parses the arguments as a JSON object; absent or null

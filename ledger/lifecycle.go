@@ -1,0 +1,350 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Lifecycle is the one implementation of an operation's life in a Store:
+// claim; the winner runs under a renewed, fenced lease and records what
+// happened; a follower waits for the record, ends a dead owner's lease, and
+// gets the record. The client, the server middleware and the proxy adapt
+// MCP to it; what each state means is in table.go.
+//
+//	lc := &ledger.Lifecycle{Store: store, Owner: ledger.NewOwner("payments")}
+//	rec, ran, err := lc.Do(ctx, req, func(ctx context.Context, l ledger.Lease) ledger.Report {
+//		// ... run the call; l.Fence travels with it ...
+//		return ledger.Report{On: ledger.OnSucceeded, Result: raw}
+//	})
+//
+// The zero value is not usable: Store is required. Other fields have
+// working zero values. A Lifecycle is safe for concurrent use.
+type Lifecycle struct {
+	Store Store
+	// Owner names this process in leases (NewOwner("mcpledger") when empty).
+	Owner string
+	// Lease is the length of a lease, renewed every Lease/3 while it is
+	// held (DefaultLease when zero).
+	Lease time.Duration
+	// Wait bounds how long a follower waits for a leased record before it
+	// gets ErrInProgress (DefaultWait when zero).
+	Wait time.Duration
+	// Now is the clock (time.Now when nil); give the Store the same one.
+	Now func() time.Time
+	// Logger receives lease renewal failures (discarded when nil).
+	Logger *slog.Logger
+}
+
+// Defaults of a Lifecycle.
+const (
+	DefaultWait = 30 * time.Second
+	// RecordTimeout bounds the write of an outcome. It runs detached from
+	// the caller's context: a call that was sent must leave its outcome
+	// even when its caller has gone.
+	RecordTimeout = 10 * time.Second
+	// leaseSlack is how long past a lease's end a follower waits for the
+	// owner's renewal before it ends the lease itself.
+	leaseSlack = 250 * time.Millisecond
+	// livenessPoll is how often a follower looks at a same-host owner's
+	// process while it waits.
+	livenessPoll = 100 * time.Millisecond
+)
+
+// Report is what an owner says happened to the operation it holds: the
+// trigger (OnSucceeded, OnFailed, OnNotSent, OnRefused, OnAmbiguous from
+// PROCESSING; OnApprove, OnDeny, OnNoAnswer from PENDING_APPROVAL) and what
+// to store with it.
+type Report struct {
+	On           Trigger
+	Result       json.RawMessage
+	Compacted    bool
+	ErrorKind    string
+	ErrorMessage string
+	Approval     *Approval
+	// Attempts is how many requests were sent.
+	Attempts int
+}
+
+// Exec runs the operation the caller won, under lease l.
+type Exec func(ctx context.Context, l Lease) Report
+
+// ErrStale wraps ErrLeaseLost for an owner whose write came too late: the
+// key was taken over (its fence moved on) and nothing this owner reports
+// is recorded.
+var ErrStale = fmt.Errorf("%w: a newer owner holds the key", ErrLeaseLost)
+
+func (lc *Lifecycle) owner() string {
+	if lc.Owner == "" {
+		return NewOwner("mcpledger")
+	}
+	return lc.Owner
+}
+
+func (lc *Lifecycle) lease() time.Duration {
+	if lc.Lease <= 0 {
+		return DefaultLease
+	}
+	return lc.Lease
+}
+
+func (lc *Lifecycle) now() time.Time {
+	if lc.Now == nil {
+		return time.Now()
+	}
+	return lc.Now()
+}
+
+func (lc *Lifecycle) log() *slog.Logger {
+	if lc.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return lc.Logger
+}
+
+// Claim claims req under this Lifecycle's owner and lease (fields req
+// leaves empty).
+func (lc *Lifecycle) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
+	if req.Owner == "" {
+		req.Owner = lc.owner()
+	}
+	if req.Lease <= 0 {
+		req.Lease = lc.lease()
+	}
+	return lc.Store.Claim(ctx, req)
+}
+
+// maxReclaims bounds how often one call claims a key that went back to a
+// reclaimable state under it.
+const maxReclaims = 3
+
+// Do claims req; the winner runs fn under the lease (Execute) and every
+// other caller follows the record (Follow). A record that turns out
+// reclaimable (RETRYABLE, REJECTED) is claimed again. It returns the record
+// to answer from and whether this call ran fn. A key reused with other
+// arguments returns the stored record and an error wrapping ErrKeyReused.
+func (lc *Lifecycle) Do(ctx context.Context, req ClaimRequest, fn Exec) (rec *Record, ran bool, err error) {
+	for range maxReclaims {
+		cl, err := lc.Claim(ctx, req)
+		if err != nil {
+			return cl.Record, false, err
+		}
+		if cl.Won {
+			rec, _, err := lc.Execute(ctx, cl.Record, fn)
+			return rec, true, err
+		}
+		rec, err = lc.Follow(ctx, cl.Record)
+		if err != nil || Act(rec) != ActReclaim {
+			return rec, false, err
+		}
+	}
+	return rec, false, fmt.Errorf("%w: %s key %s went back to %s %d times while this call waited", ErrInProgress, req.Tool, ShortHash(req.Key), rec.State, maxReclaims)
+}
+
+// Execute runs fn under rec's lease, renewed until fn returns, and records
+// its report. It returns the stored record and the report.
+func (lc *Lifecycle) Execute(ctx context.Context, rec *Record, fn Exec) (*Record, Report, error) {
+	l := LeaseOf(rec)
+	stop := lc.Hold(ctx, l)
+	rep := fn(ctx, l)
+	stop()
+	after, err := lc.Settle(ctx, l, rec.State, rep)
+	return after, rep, err
+}
+
+// Hold renews lease l every Lease/3 until stop is called; stop waits for a
+// renewal under way. A timer, not a goroutine: most calls end long before
+// the first renewal.
+func (lc *Lifecycle) Hold(ctx context.Context, l Lease) (stop func()) {
+	d := lc.lease()
+	every := max(d/3, time.Millisecond)
+	var (
+		mu      chan struct{} // a one-slot lock, held by a renewal and by stop
+		stopped bool          // guarded by mu
+		t       *time.Timer   // guarded by mu
+	)
+	mu = make(chan struct{}, 1)
+	renew := func() {
+		mu <- struct{}{}
+		defer func() { <-mu }()
+		if stopped {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+		err := lc.Store.Renew(rctx, l, d)
+		cancel()
+		if err != nil {
+			lc.log().Warn("mcpledger: lease renewal failed", "tool", l.Tool, "key", ShortHash(l.Key), "fence", l.Fence, "err", err)
+			if errors.Is(err, ErrLeaseLost) {
+				return // no one renews a lease that is gone
+			}
+		}
+		t.Reset(every)
+	}
+	mu <- struct{}{}
+	t = time.AfterFunc(every, renew)
+	<-mu
+	return func() {
+		mu <- struct{}{}
+		stopped = true
+		t.Stop()
+		<-mu
+	}
+}
+
+// Settle records what the owner of lease l reports about the record it
+// holds in state from. A final result (SUCCEEDED, FAILED) that finds the
+// lease lost to expiry is recorded from UNKNOWN, under the same fence: this
+// owner knows what happened, and that is what reconciles the record. When
+// the key was taken over meanwhile, nothing is recorded and the error wraps
+// ErrStale. The write is detached from ctx (bounded by RecordTimeout).
+func (lc *Lifecycle) Settle(ctx context.Context, l Lease, from State, rep Report) (*Record, error) {
+	to, err := Next(from, rep.On)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+	defer cancel()
+	t := Transition{
+		ID: l.ID, From: from, To: to, Owner: l.Owner, Fence: l.Fence, Lease: lc.lease(),
+		Result: rep.Result, Compacted: rep.Compacted, ErrorKind: rep.ErrorKind, ErrorMessage: rep.ErrorMessage,
+		Approval: rep.Approval, AddAttempts: rep.Attempts,
+	}
+	rec, err := lc.Store.Transition(wctx, t)
+	if !errors.Is(err, ErrLeaseLost) {
+		return rec, err
+	}
+	if late, ok := table[edge{StateUnknown, rep.On}]; ok && late.Final() {
+		t.From = StateUnknown
+		if rec, lerr := lc.Store.Transition(wctx, t); lerr == nil {
+			return rec, nil
+		} else if !errors.Is(lerr, ErrLeaseLost) && !errors.Is(lerr, ErrStateChanged) {
+			return nil, lerr
+		}
+	}
+	return nil, fmt.Errorf("ledger: %s key %s: the owner's %s report was not recorded (%w): %w", l.Tool, ShortHash(l.Key), rep.On, err, ErrStale)
+}
+
+// Follow waits, up to Wait, while rec is leased, and returns the record
+// once it is not. An owner on this host whose process is gone is known dead
+// at once and a lease that ended is ended here: PROCESSING becomes UNKNOWN
+// (never run again blindly), PENDING_APPROVAL becomes REJECTED (nothing
+// ran). When the bound passes first it returns the latest record and an
+// error wrapping ErrInProgress; when ctx ends, ctx's error.
+func (lc *Lifecycle) Follow(ctx context.Context, rec *Record) (*Record, error) {
+	bound := lc.Wait
+	if bound <= 0 {
+		bound = DefaultWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for rec.State.Waiting() && !rec.Tombstone {
+		if on, why, ok := lc.ended(rec); ok {
+			after, err := lc.endLease(wctx, rec, on, why)
+			if err != nil {
+				return rec, err
+			}
+			rec = after
+			continue
+		}
+		step := time.Duration(-1)
+		if !rec.LeaseUntil.IsZero() {
+			step = rec.LeaseUntil.Sub(lc.now()) + leaseSlack
+		}
+		if local(rec.Owner) && (step < 0 || step > livenessPoll) {
+			step = livenessPoll
+		}
+		sctx, scancel := wctx, context.CancelFunc(func() {})
+		if step >= 0 {
+			sctx, scancel = context.WithTimeout(wctx, max(step, time.Millisecond))
+		}
+		latest, err := lc.Store.Wait(sctx, rec.ID)
+		scancel()
+		if latest != nil {
+			rec = latest
+		}
+		switch {
+		case err == nil, errors.Is(err, context.DeadlineExceeded) && wctx.Err() == nil:
+			continue // the record changed, or it is time to look at the owner again
+		case ctx.Err() != nil:
+			return rec, ctx.Err()
+		case wctx.Err() != nil:
+			return rec, fmt.Errorf("%w: %s key %s is still %s after %v", ErrInProgress, rec.Tool, ShortHash(rec.Key), rec.State, bound)
+		}
+		return rec, fmt.Errorf("ledger: wait for %s key %s: %w", rec.Tool, ShortHash(rec.Key), err)
+	}
+	return rec, nil
+}
+
+// ended reports whether rec's owner is known to be gone: its process (on
+// this host) or its lease.
+func (lc *Lifecycle) ended(rec *Record) (Trigger, string, bool) {
+	if OwnerGone(rec.Owner) {
+		return OnOwnerDead, fmt.Sprintf("the owner process %s is gone", rec.Owner), true
+	}
+	if !rec.LeaseUntil.IsZero() && lc.now().After(rec.LeaseUntil.Add(leaseSlack)) {
+		return OnLeaseExpired, fmt.Sprintf("the lease of %s ended before it recorded an outcome", rec.Owner), true
+	}
+	return "", "", false
+}
+
+// endLease moves rec on for its gone owner and reads the record again. A
+// lease that ran out is ended by Store.ExpireLeases, which compares the
+// lease's end in the same statement, so an owner that renewed just now
+// keeps it. A dead process cannot renew: its record is moved in its own
+// name and fence, so the write fails harmlessly when the owner did record
+// something (or a newer owner took over) before it died.
+func (lc *Lifecycle) endLease(ctx context.Context, rec *Record, on Trigger, why string) (*Record, error) {
+	if on == OnLeaseExpired {
+		if _, err := lc.Store.ExpireLeases(ctx); err != nil {
+			return rec, fmt.Errorf("ledger: expire leases: %w", err)
+		}
+	} else {
+		to, err := Next(rec.State, on)
+		if err != nil {
+			return rec, err
+		}
+		_, err = lc.Store.Transition(ctx, Transition{
+			ID: rec.ID, From: rec.State, To: to, Owner: rec.Owner, Fence: rec.Fence,
+			ErrorKind: KindOwnerDead, ErrorMessage: why,
+		})
+		if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrStateChanged) {
+			return rec, fmt.Errorf("ledger: end the lease of %s key %s: %w", rec.Tool, ShortHash(rec.Key), err)
+		}
+	}
+	latest, err := lc.Store.Get(ctx, rec.ID)
+	if err != nil {
+		return rec, fmt.Errorf("ledger: read %s key %s: %w", rec.Tool, ShortHash(rec.Key), err)
+	}
+	if latest.State == rec.State && latest.Fence == rec.Fence && latest.LeaseUntil.Equal(rec.LeaseUntil) && on == OnLeaseExpired {
+		// The store's clock does not see the lease as ended yet: wait a
+		// little before looking again rather than spin.
+		return latest, waitBriefly(ctx, leaseSlack)
+	}
+	return latest, nil
+}
+
+func waitBriefly(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// local reports whether owner is a process of this host whose liveness can
+// be checked.
+func local(owner string) bool {
+	o, ok := ParseOwner(owner)
+	if !ok {
+		return false
+	}
+	me := self()
+	return me.Boot != "" && o.Boot == me.Boot && o.Host == me.Host && o.Start != 0
+}

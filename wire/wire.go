@@ -1,0 +1,94 @@
+// Package wire is the one home of the mcpledger MCP conventions (DESIGN.md,
+// "Wire conventions"): the _meta keys, the capability, the server error
+// codes and their reasons, and the replay marker. The client, the server
+// middleware, the proxy and the test servers all import these names; none
+// defines its own.
+//
+//	meta := mcp.Meta{wire.MetaKey: key, wire.MetaFence: fence}
+//	if errors.Is(err, &jsonrpc.Error{Code: wire.CodeKeyReused}) { ... }
+//
+// The package imports no MCP SDK, so code on any SDK can use it.
+package wire
+
+import "time"
+
+// _meta entries and argument names.
+const (
+	// MetaKey carries the idempotency key in params._meta.
+	MetaKey = "io.github.mcpledger/idempotency-key"
+	// MetaFence carries the lease's fencing token (an integer) with the key.
+	MetaFence = "io.github.mcpledger/fence"
+	// MetaReplay marks a replayed result (value: a Replay).
+	MetaReplay = "io.github.mcpledger/replay"
+	// MetaError is on an error result the proxy gives a host: what the
+	// ledger said (value: an ErrorInfo).
+	MetaError = "io.github.mcpledger/error"
+	// MetaReconciled marks a result recorded by a person's reconciliation.
+	MetaReconciled = "io.github.mcpledger/reconciled"
+	// MetaCompacted marks a result compacted past the size limit.
+	MetaCompacted = "io.github.mcpledger/compacted"
+	// MetaSession names the ledger session of a host's request (the proxy
+	// reads it).
+	MetaSession = "io.github.mcpledger/session"
+	// ArgKey is the argument the client fills with the key when a tool's
+	// input schema declares it (excluded from the fingerprint).
+	ArgKey = "idempotency_key"
+	// Capability is the experimental capability a key-aware server
+	// advertises: {"version":1,"retentionSeconds":N}.
+	Capability = "io.github.mcpledger/idempotency"
+	// CapabilityVersion is the version this module speaks.
+	CapabilityVersion = 1
+)
+
+// Server error codes. They sit outside the JSON-RPC reserved range
+// (-32768..-32000) and carry data.reason (an ErrorData).
+const (
+	// CodeKeyReused: the key is bound to other arguments. Permanent.
+	CodeKeyReused = -31001
+	// CodeInProgress: another request with this key is running, or the
+	// request's fence is stale. Transient; data.retryAfterMs says when to
+	// ask again.
+	CodeInProgress = -31002
+	// CodeOutcomeUnknown: the server cannot tell whether the call ran.
+	// Never retried; needs reconciliation.
+	CodeOutcomeUnknown = -31003
+	// CodeKeyRequired: the key is missing or breaks the key rules. Permanent.
+	CodeKeyRequired = -31004
+)
+
+// Values of data.reason.
+const (
+	ReasonKeyReused      = "key_reused"
+	ReasonInProgress     = "in_progress"
+	ReasonStaleFence     = "stale_fence"
+	ReasonOutcomeUnknown = "outcome_unknown"
+	ReasonKeyRequired    = "key_required"
+	ReasonKeyInvalid     = "key_invalid"
+)
+
+// ErrorData is the data member of the server errors above.
+type ErrorData struct {
+	Reason       string `json:"reason"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+	Key          string `json:"key,omitempty"`
+	State        string `json:"state,omitempty"`
+}
+
+// RetryAfterMs rounds d up to whole milliseconds (0 when d is not positive).
+func RetryAfterMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Replay is the value of _meta[MetaReplay] on a replayed result, so
+// runtimes and models can tell a replay from a fresh execution.
+type Replay struct {
+	Key      string    `json:"key"`
+	State    string    `json:"state"`
+	FirstAt  time.Time `json:"firstAt"`
+	Attempts int       `json:"attempts"`
+	// Compacted: the stored result was compacted past the size limit.
+	Compacted bool `json:"compacted,omitempty"`
+}
