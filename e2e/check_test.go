@@ -35,9 +35,6 @@ type counts struct {
 	// proxy's "outcome unknown" error result after the operator
 	// reconciled the proxy's and the server's records.
 	staleAgent int
-	// reaped counts PROCESSING records of killed proxies the suite
-	// turned UNKNOWN (see reapDeadOwners).
-	reaped     int
 	keys       int
 	payments   int
 	duplicates int
@@ -52,9 +49,9 @@ func (c *counts) add(f func(c *counts)) {
 func (c *counts) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return fmt.Sprintf("iterations=%d kills: agent=%d proxy=%d payments=%d (at fault hooks %d, missed %d) keys=%d payments=%d unresolved=%d UNKNOWN=%d (dead proxy leases %d) reconciled=%d stale-agent=%d duplicates=%d",
+	return fmt.Sprintf("iterations=%d kills: agent=%d proxy=%d payments=%d (at fault hooks %d, missed %d) keys=%d payments=%d unresolved=%d UNKNOWN=%d reconciled=%d stale-agent=%d duplicates=%d",
 		c.iterations, c.kills[victimAgent], c.kills[victimProxy], c.kills[victimPayments], c.faultKills, c.missed,
-		c.keys, c.payments, c.unresolved, c.unknown, c.reaped, c.reconciled, c.staleAgent, c.duplicates)
+		c.keys, c.payments, c.unresolved, c.unknown, c.reconciled, c.staleAgent, c.duplicates)
 }
 
 // view is everything the suite knows about one key after an iteration.

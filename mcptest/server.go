@@ -13,19 +13,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Wire names of the mcpledger conventions that the server reads and
 // advertises.
 const (
 	// MetaKey is the _meta entry that carries the idempotency key.
-	MetaKey = "io.github.mcpledger/idempotency-key"
+	MetaKey = wire.MetaKey
 	// ArgKey is the argument that carries the key for tools whose input
 	// schema declares it ("write" does, "write_nokey" does not).
-	ArgKey = "idempotency_key"
+	ArgKey = wire.ArgKey
 	// CapabilityKey is the experimental capability an Idempotent server
 	// advertises.
-	CapabilityKey = "io.github.mcpledger/idempotency"
+	CapabilityKey = wire.Capability
 	// ControlTool scripts faults from another process: arguments
 	// {"faults": [Fault, ...]}.
 	ControlTool = "mcptest_fault"

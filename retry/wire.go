@@ -5,47 +5,34 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpledger/mcpledger/wire"
 )
 
-// Server error codes of the mcpledger wire conventions. They sit outside the
-// JSON-RPC reserved range (-32768..-32000) and carry data.reason.
+// Server error codes and reasons of the mcpledger wire conventions, from
+// their one home in package wire.
 const (
-	// CodeKeyReused: the key is bound to other arguments. Permanent.
-	CodeKeyReused = -31001
-	// CodeInProgress: another request with this key is running. Transient;
-	// data.retryAfterMs says when to ask again.
-	CodeInProgress = -31002
-	// CodeOutcomeUnknown: the server cannot tell whether the call ran.
-	// Never retried; needs reconciliation.
-	CodeOutcomeUnknown = -31003
-	// CodeKeyRequired: the key is missing or breaks the key rules. Permanent.
-	CodeKeyRequired = -31004
+	CodeKeyReused      = wire.CodeKeyReused
+	CodeInProgress     = wire.CodeInProgress
+	CodeOutcomeUnknown = wire.CodeOutcomeUnknown
+	CodeKeyRequired    = wire.CodeKeyRequired
+
+	ReasonKeyReused      = wire.ReasonKeyReused
+	ReasonInProgress     = wire.ReasonInProgress
+	ReasonStaleFence     = wire.ReasonStaleFence
+	ReasonOutcomeUnknown = wire.ReasonOutcomeUnknown
+	ReasonKeyRequired    = wire.ReasonKeyRequired
+	ReasonKeyInvalid     = wire.ReasonKeyInvalid
 )
 
-// Values of data.reason in the server errors above.
-const (
-	ReasonKeyReused      = "key_reused"
-	ReasonInProgress     = "in_progress"
-	ReasonOutcomeUnknown = "outcome_unknown"
-	ReasonKeyRequired    = "key_required"
-	ReasonKeyInvalid     = "key_invalid"
-)
-
-// errorData is the data member of our server errors.
-type errorData struct {
-	Reason       string `json:"reason,omitempty"`
-	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
-}
+type errorData = wire.ErrorData
 
 // ServerError builds the JSON-RPC error a server returns for one of the codes
 // above. A tool handler or middleware returns it as its error and go-sdk
 // sends code, message and data unchanged. retryAfter is rounded up to whole
 // milliseconds and left out when not positive.
 func ServerError(code int64, reason, message string, retryAfter time.Duration) *jsonrpc.Error {
-	d := errorData{Reason: reason}
-	if retryAfter > 0 {
-		d.RetryAfterMs = int64((retryAfter + time.Millisecond - 1) / time.Millisecond)
-	}
+	d := errorData{Reason: reason, RetryAfterMs: wire.RetryAfterMs(retryAfter)}
 	data, err := json.Marshal(d)
 	if err != nil {
 		// Marshalling a string and an integer cannot fail.

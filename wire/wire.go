@@ -10,7 +10,11 @@
 // The package imports no MCP SDK, so code on any SDK can use it.
 package wire
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
 
 // _meta entries and argument names.
 const (
@@ -25,8 +29,10 @@ const (
 	MetaError = "io.github.mcpledger/error"
 	// MetaReconciled marks a result recorded by a person's reconciliation.
 	MetaReconciled = "io.github.mcpledger/reconciled"
-	// MetaCompacted marks a result compacted past the size limit.
-	MetaCompacted = "io.github.mcpledger/compacted"
+	// MetaCompacted marks a result compacted past the size limit (the
+	// ledger's compaction writes it; package ledger holds no SDK and no
+	// import of ours, so the name lives there).
+	MetaCompacted = ledger.MetaCompacted
 	// MetaSession names the ledger session of a host's request (the proxy
 	// reads it).
 	MetaSession = "io.github.mcpledger/session"

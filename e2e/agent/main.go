@@ -96,13 +96,9 @@ func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	defer j.Close()
 
-	// A previous run of this agent may have died holding leases. Like the
-	// server's sweeper, the agent turns its dead leases UNKNOWN, so a
-	// restarted run gets "outcome unknown" for them instead of waiting.
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	go sweep(sweepCtx, store, cfg.lease/4)
-
+	// A previous run of this agent may have died holding leases; the
+	// ledger sees that its owner process is gone and makes those records
+	// UNKNOWN when this run asks for their keys.
 	c, err := client.Dial(ctx, connector(cfg, stderr), store, &client.Options{
 		Tenant:         cfg.tenant,
 		Session:        "kill-suite",
@@ -194,20 +190,4 @@ func openLedger(ctx context.Context, target string) (ledger.Store, error) {
 		return postgres.Open(ctx, target, nil)
 	}
 	return sqlite.Open(ctx, target, nil)
-}
-
-// sweep expires dead leases until ctx ends.
-func sweep(ctx context.Context, store ledger.Store, every time.Duration) {
-	t := time.NewTicker(max(every, 50*time.Millisecond))
-	defer t.Stop()
-	for {
-		if _, err := store.ExpireLeases(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "agent: expiring leases:", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

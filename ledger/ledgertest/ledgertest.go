@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Recent", testRecent},
 		{"List", testList},
 		{"Payload", testPayload},
+		{"Lifecycle", testLifecycle},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
