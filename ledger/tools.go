@@ -1,0 +1,43 @@
+package ledger
+
+import "time"
+
+// ToolSettings are the per-tool settings the client, the server middleware
+// and the proxy share, one value per tool name. The zero value means the
+// defaults of whichever side reads it.
+type ToolSettings struct {
+	// Window is how long after a call an identical one made without a key
+	// counts as a re-plan of it (the client's guard; its default window
+	// when zero, off when negative).
+	Window time.Duration
+	// Retention is how long the record is kept for replay (the side's
+	// default when zero).
+	Retention time.Duration
+	// Reuse says what a reuse of a key after its record expired means
+	// (Reexecute when empty).
+	Reuse ReusePolicy
+	// Exclude names extra top-level argument fields that carry no business
+	// meaning and do not change the fingerprint (DefaultExcluded always
+	// applies).
+	Exclude []string
+	// Idempotent: trusted configuration says the tool may run twice with
+	// the same effect, so an ambiguous failure may be re-sent.
+	Idempotent bool
+	// ReadOnly: trusted configuration says the tool has no side effect: the
+	// client calls it without the ledger and the server needs no key.
+	ReadOnly bool
+	// Compact shrinks a result past the size limit to what a replay needs
+	// to mean the same thing (Compact when nil).
+	Compact Compactor
+	// Approval overrides the confirmation policy for the tool: "allow",
+	// "ask", "queue" or "deny"; empty leaves it to the policy.
+	Approval string
+}
+
+// Tools maps tool names to their settings.
+type Tools map[string]ToolSettings
+
+// For returns the settings of tool (the zero value when it has none).
+func (t Tools) For(tool string) ToolSettings {
+	return t[tool]
+}
