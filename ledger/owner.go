@@ -57,6 +57,18 @@ func Self(label string) Owner {
 	return me
 }
 
+// OwnerOf is the Owner of process pid of this host, with the given label:
+// what that process would write as its own owner. A supervisor (or a test)
+// uses it to name another process's leases.
+func OwnerOf(pid int, label string) (Owner, error) {
+	start, err := processStart(pid)
+	if err != nil {
+		return Owner{}, fmt.Errorf("ledger: process %d: %w", pid, err)
+	}
+	me := self()
+	return Owner{Label: label, Host: me.Host, Boot: me.Boot, PID: pid, Start: start}, nil
+}
+
 // NewOwner is Self(label).String(): the owner string for leases this
 // process takes. A label names the program ("agentctl", "payments-server");
 // it need not be unique.
