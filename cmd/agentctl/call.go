@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type callFlags struct {
 	up      upstream
 	session string
 	key     string
+	keySet  bool // --key was given, even empty: an empty key is an invalid key
 	newKey  bool
 	yes     bool
 	args    string
@@ -53,6 +55,7 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 --yes approves; with no one to ask the call is denied.`,
 		Args: usageArgs(1, -1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
+			f.keySet = c.Flags().Changed("key")
 			return a.call(c.Context(), &f, args[0], args[1:])
 		}),
 	}
@@ -73,7 +76,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	if err := f.up.check(); err != nil {
 		return err
 	}
-	if f.key != "" {
+	if f.keySet {
 		if err := ledger.ValidateKey(f.key); err != nil {
 			return exitf(exitUsage, "--key %q: %v", f.key, err)
 		}
@@ -121,7 +124,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	}
 
 	switch {
-	case f.key != "":
+	case f.keySet:
 		ctx = client.WithKey(ctx, f.key)
 	case f.newKey:
 		ctx = client.WithNewKey(ctx)
@@ -248,7 +251,13 @@ func (a *app) callError(ctx context.Context, tool string, f *callFlags, err erro
 		return exitf(exitUsage, "key %s was already used for %s with other arguments; nothing ran; pass another --key, or the arguments of the first call", orDash(key), tool)
 	case errors.Is(err, ledger.ErrInvalidKey):
 		return exitf(exitUsage, "%v", err)
-	case errors.Is(err, client.ErrDenied), errors.Is(err, confirm.ErrNoConfirmer), state == ledger.StateDenied:
+	case errors.Is(err, client.ErrRejected) && errors.Is(err, confirm.ErrNoConfirmer):
+		return exitf(exitUsage, "%s needs confirmation and no one could be asked%s; nothing ran; run it again on a terminal, or with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText)
+	case errors.Is(err, client.ErrRejected) && (errors.Is(err, context.Canceled) || ctx.Err() != nil):
+		return exitf(exitInterrupted, "interrupted at the confirmation of %s%s; nothing ran and nothing final was recorded; run the same command again to be asked again", tool, keyText)
+	case errors.Is(err, client.ErrRejected):
+		return exitf(exitUsage, "the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
+	case errors.Is(err, client.ErrDenied), state == ledger.StateDenied:
 		return a.deniedError(ctx, tool, key)
 	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
 		return exitf(exitUnknown, "the outcome of %s%s is unknown: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
@@ -265,6 +274,14 @@ func (a *app) callError(ctx context.Context, tool string, f *callFlags, err erro
 	return withCode(exitFailed, err)
 }
 
+// rejection is the server's own words for a refused request.
+func rejection(err error) string {
+	if je, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		return je.Message
+	}
+	return err.Error()
+}
+
 // deniedError says who denied the call and why, from the ledger record, and
 // how to run it after all.
 func (a *app) deniedError(ctx context.Context, tool, key string) error {
@@ -274,11 +291,6 @@ func (a *app) deniedError(ctx context.Context, tool, key string) error {
 		if err == nil {
 			rec = r
 		}
-	}
-	if rec == nil || rec.ErrorKind == client.KindUnconfirmed {
-		// No one could be asked: the record does not bind the key, so the
-		// same command with an answer runs it.
-		return exitf(exitDenied, "%s needs confirmation and no one could be asked (key %s); nothing ran; run it again on a terminal, or with --yes, or allow the tool in a policy file (--policy)", tool, orDash(key))
 	}
 	by, reason := "the policy", rec.ErrorMessage
 	if ap := rec.Approval; ap != nil {

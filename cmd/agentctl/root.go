@@ -21,6 +21,8 @@ const (
 	exitDenied      = 3 // a person or the policy refused the call
 	exitUnknown     = 4 // the outcome is unknown or still in progress: reconcile
 	exitUnreachable = 5 // the upstream server could not be reached
+	exitAwaiting    = 6 // the call waits for a person's approval
+	exitInterrupted = 130
 )
 
 // commands holds the constructors of the subcommands. Each command file
