@@ -78,7 +78,7 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	if c.readOnly(op) {
 		return c.passthrough(ctx, op)
 	}
-	if op.fp, err = ledger.Fingerprint(args, c.opts.Exclude[p.Name]...); err != nil {
+	if op.fp, err = ledger.Fingerprint(args, c.opts.Tools.For(p.Name).Exclude...); err != nil {
 		return nil, err
 	}
 	op.id = ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name}
@@ -228,14 +228,14 @@ func marshalObject(a any) (json.RawMessage, error) {
 }
 
 func (c *Client) readOnly(op *operation) bool {
-	if c.contains(c.opts.ReadOnly, op.name) {
+	if c.opts.Tools.For(op.name).ReadOnly {
 		return true
 	}
 	return c.opts.TrustedServer && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.ReadOnlyHint
 }
 
 func (c *Client) idempotent(op *operation) bool {
-	if c.contains(c.opts.Idempotent, op.name) {
+	if c.opts.Tools.For(op.name).Idempotent {
 		return true
 	}
 	return c.opts.TrustedServer && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.IdempotentHint

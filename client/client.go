@@ -44,10 +44,14 @@ type Options struct {
 	Owner string
 	// Retry is the backoff policy for transient and retryable failures.
 	Retry *retry.Policy
-	// Window is the re-planning window (default 10 minutes); Windows
+	// Window is the re-planning window (default 10 minutes); Tools
 	// overrides it per tool.
-	Window  time.Duration
-	Windows map[string]time.Duration
+	Window time.Duration
+	// Tools holds the per-tool settings: re-planning window, retention,
+	// reuse policy, fingerprint exclusions, and the trusted configuration
+	// that a tool is idempotent (ambiguous failures may be re-sent) or
+	// read-only (it bypasses the ledger).
+	Tools ledger.Tools
 	// Policy decides allow / ask / deny (default confirm.Default()).
 	Policy *confirm.Policy
 	// Confirmer asks a person. Nil means no one can be asked: a call the
@@ -59,18 +63,8 @@ type Options struct {
 	// TrustedServer makes the server's tool annotations count (readOnlyHint
 	// bypasses the ledger, idempotentHint allows ambiguous retries).
 	TrustedServer bool
-	// Idempotent tools may be re-sent after an ambiguous failure; ReadOnly
-	// tools bypass the ledger. Both are trusted configuration.
-	Idempotent []string
-	ReadOnly   []string
-	// Exclude lists extra top-level argument fields, per tool, that do not
-	// change the fingerprint.
-	Exclude map[string][]string
-	// Retention of records (default 24h); RetentionFor overrides per tool.
-	Retention    time.Duration
-	RetentionFor map[string]time.Duration
-	// ReusePolicy per tool for a key reused after its record expired.
-	ReusePolicy map[string]ledger.ReusePolicy
+	// Retention of records (default 24h); Tools overrides it per tool.
+	Retention time.Duration
 	// Lease of a PROCESSING record (default 30s), renewed while the call runs.
 	Lease time.Duration
 	// InProgressWait bounds how long a follower waits for another caller's
@@ -188,7 +182,7 @@ func newClient(store ledger.Store, opts *Options) *Client {
 		lc: &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait,
 			Now: o.Now, Logger: log},
 		opts:  o,
-		guard: &planner.Guard{Store: store, Window: o.Window, Windows: o.Windows, Now: o.Now},
+		guard: &planner.Guard{Store: store, Window: o.Window, Tools: o.Tools, Now: o.Now},
 		log:   log,
 		tel:   newTelemetry(store, o, log),
 	}
@@ -232,7 +226,7 @@ func (c *Client) Repeatable(ctx context.Context, fn func(ctx context.Context, s 
 // the re-planning guard does. Mount it in-process over
 // mcp.NewInMemoryTransports or serve it to the model's host.
 func (c *Client) LedgerServer() *mcp.Server {
-	return planner.NewServerWith(c.store, c.opts.Tenant, c.opts.Session, planner.ToolsOptions{Exclude: c.opts.Exclude})
+	return planner.NewServerWith(c.store, c.opts.Tenant, c.opts.Session, planner.ToolsOptions{Exclude: c.exclusions()})
 }
 
 // Close closes the current session and writes the call events still
@@ -346,13 +340,15 @@ func (c *Client) reconnect(ctx context.Context, dead *mcp.ClientSession) (*mcp.C
 	return s, nil
 }
 
-func (c *Client) contains(list []string, tool string) bool {
-	for _, t := range list {
-		if t == tool {
-			return true
+// exclusions are the per-tool fingerprint exclusions of Options.Tools.
+func (c *Client) exclusions() map[string][]string {
+	m := make(map[string][]string, len(c.opts.Tools))
+	for name, t := range c.opts.Tools {
+		if len(t.Exclude) > 0 {
+			m[name] = t.Exclude
 		}
 	}
-	return false
+	return m
 }
 
 func randomHex(n int) string {

@@ -37,7 +37,7 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		Arguments:     redacted,
 		NeedsApproval: ask || verdict == confirm.Deny,
 		Retention:     c.retention(op.name),
-		ReusePolicy:   c.opts.ReusePolicy[op.name],
+		ReusePolicy:   c.opts.Tools.For(op.name).Reuse,
 		TraceID:       traceID,
 		SpanID:        spanID,
 	}
@@ -168,7 +168,7 @@ func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, erro
 }
 
 func (c *Client) retention(tool string) time.Duration {
-	if d, ok := c.opts.RetentionFor[tool]; ok {
+	if d := c.opts.Tools.For(tool).Retention; d > 0 {
 		return d
 	}
 	return c.opts.Retention

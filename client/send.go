@@ -115,7 +115,11 @@ func (c *Client) encode(op *operation, res *mcp.CallToolResult) (json.RawMessage
 	if len(raw) <= c.opts.MaxResult {
 		return raw, false, nil
 	}
-	raw, compacted, err := ledger.Compact(raw, c.opts.MaxResult)
+	compact := c.opts.Tools.For(op.name).Compact
+	if compact == nil {
+		compact = ledger.Compact
+	}
+	raw, compacted, err := compact(raw, c.opts.MaxResult)
 	if err != nil {
 		return nil, false, fmt.Errorf("client: compact result of %s: %w", op.name, err)
 	}

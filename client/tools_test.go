@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/planner"
 )
@@ -77,7 +78,7 @@ func TestToolListChangedRefreshesSchema(t *testing.T) {
 // exclusions.
 func TestLedgerServerUsesExclusions(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, nil, &client.Options{Session: "s1", Exclude: map[string][]string{"write": {"amount"}}})
+	f := newFixture(t, nil, &client.Options{Session: "s1", Tools: ledger.Tools{"write": {Exclude: []string{"amount"}}}})
 	o, err := f.c.Call(ctx, write("7", 1))
 	if err != nil {
 		t.Fatalf("Call = %v", err)

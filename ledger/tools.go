@@ -26,6 +26,9 @@ type ToolSettings struct {
 	// ReadOnly: trusted configuration says the tool has no side effect: the
 	// client calls it without the ledger and the server needs no key.
 	ReadOnly bool
+	// Keyed makes a server require a key for the tool even when its own
+	// annotations say read-only.
+	Keyed bool
 	// Compact shrinks a result past the size limit to what a replay needs
 	// to mean the same thing (Compact when nil).
 	Compact Compactor

@@ -6,7 +6,7 @@
 // inside a time window and says what the earlier call became, so the caller
 // replays its result, waits for it, or refuses, instead of executing twice:
 //
-//	g := &planner.Guard{Store: st, Windows: map[string]time.Duration{"send_mail": time.Hour}}
+//	g := &planner.Guard{Store: st, Tools: ledger.Tools{"send_mail": {Window: time.Hour}}}
 //	v, err := g.Check(ctx, planner.Query{Tenant: "acme", Session: "s1", Tool: "send_mail", Fingerprint: fp})
 //	switch v.Decision {
 //	case planner.New:

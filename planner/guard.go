@@ -64,9 +64,9 @@ type Guard struct {
 	// Window is how far back a match counts (DefaultWindow when zero). A
 	// negative Window turns the guard off: every call is New.
 	Window time.Duration
-	// Windows overrides Window per tool name; a value <= 0 turns the guard
-	// off for that tool.
-	Windows map[string]time.Duration
+	// Tools overrides Window per tool name (ToolSettings.Window: zero
+	// keeps Window, negative turns the guard off for that tool).
+	Tools ledger.Tools
 	// Now is the clock (time.Now when nil). Give the Store the same clock.
 	Now func() time.Time
 }
@@ -75,7 +75,7 @@ var errNoStore = errors.New("planner: guard has no store")
 
 // window returns the window for tool and whether the guard applies.
 func (g *Guard) window(tool string) (time.Duration, bool) {
-	if w, ok := g.Windows[tool]; ok {
+	if w := g.Tools.For(tool).Window; w != 0 {
 		return w, w > 0
 	}
 	switch {

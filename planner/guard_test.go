@@ -93,12 +93,12 @@ func TestGuardWindow(t *testing.T) {
 		{name: "default window, past", tool: "create_order", elapsed: 10*time.Minute + time.Second, want: planner.New},
 		{name: "custom window, inside", guard: planner.Guard{Window: time.Hour}, tool: "create_order", elapsed: 59 * time.Minute, want: planner.Replay},
 		{name: "custom window, past", guard: planner.Guard{Window: time.Minute}, tool: "create_order", elapsed: 2 * time.Minute, want: planner.New},
-		{name: "per-tool window, inside", guard: planner.Guard{Windows: map[string]time.Duration{"send_mail": 2 * time.Hour}}, tool: "send_mail", elapsed: 90 * time.Minute, want: planner.Replay},
-		{name: "per-tool window does not widen others", guard: planner.Guard{Windows: map[string]time.Duration{"send_mail": 2 * time.Hour}}, tool: "create_order", elapsed: 90 * time.Minute, want: planner.New},
-		{name: "per-tool window narrower than default", guard: planner.Guard{Windows: map[string]time.Duration{"create_order": 30 * time.Second}}, tool: "create_order", elapsed: time.Minute, want: planner.New},
-		{name: "per-tool zero turns the guard off", guard: planner.Guard{Windows: map[string]time.Duration{"create_order": 0}}, tool: "create_order", elapsed: 0, want: planner.New},
+		{name: "per-tool window, inside", guard: planner.Guard{Tools: ledger.Tools{"send_mail": {Window: 2 * time.Hour}}}, tool: "send_mail", elapsed: 90 * time.Minute, want: planner.Replay},
+		{name: "per-tool window does not widen others", guard: planner.Guard{Tools: ledger.Tools{"send_mail": {Window: 2 * time.Hour}}}, tool: "create_order", elapsed: 90 * time.Minute, want: planner.New},
+		{name: "per-tool window narrower than default", guard: planner.Guard{Tools: ledger.Tools{"create_order": {Window: 30 * time.Second}}}, tool: "create_order", elapsed: time.Minute, want: planner.New},
+		{name: "per-tool negative turns the guard off", guard: planner.Guard{Tools: ledger.Tools{"create_order": {Window: -1}}}, tool: "create_order", elapsed: 0, want: planner.New},
 		{name: "negative window turns the guard off", guard: planner.Guard{Window: -1}, tool: "create_order", elapsed: 0, want: planner.New},
-		{name: "per-tool window beats an off default", guard: planner.Guard{Window: -1, Windows: map[string]time.Duration{"send_mail": time.Minute}}, tool: "send_mail", elapsed: 0, want: planner.Replay},
+		{name: "per-tool window beats an off default", guard: planner.Guard{Window: -1, Tools: ledger.Tools{"send_mail": {Window: time.Minute}}}, tool: "send_mail", elapsed: 0, want: planner.Replay},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

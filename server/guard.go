@@ -68,18 +68,18 @@ func (g *Guard) Middleware() mcp.Middleware {
 
 // guarded reports whether calls of tool need a key.
 func (g *Guard) guarded(tool *mcp.Tool, pol ToolPolicy) bool {
-	switch pol.Mode {
-	case ModeGuard:
-		return true
-	case ModeSkip:
+	switch {
+	case pol.ReadOnly:
 		return false
+	case pol.Keyed:
+		return true
 	}
 	return g.opts.Guard(tool)
 }
 
 func (g *Guard) callTool(ctx context.Context, next mcp.MethodHandler, req *mcp.CallToolRequest) (mcp.Result, error) {
-	pol := g.opts.Tools[req.Params.Name]
-	if pol.Mode == ModeSkip {
+	pol := g.opts.Tools.For(req.Params.Name)
+	if pol.ReadOnly {
 		return next(ctx, "tools/call", req)
 	}
 	tool, err := lookup(ctx, next, req)

@@ -230,18 +230,18 @@ func TestReadOnlyAndUnknownToolsPassThrough(t *testing.T) {
 }
 
 func TestToolPolicyModes(t *testing.T) {
-	r := newRig(t, nil, &server.Options{Tools: map[string]server.ToolPolicy{
-		"create_order": {Mode: server.ModeSkip},
-		"list_orders":  {Mode: server.ModeGuard},
+	r := newRig(t, nil, &server.Options{Tools: ledger.Tools{
+		"create_order": {ReadOnly: true},
+		"list_orders":  {Keyed: true},
 	}})
 	cs := r.connect()
 	ctx := context.Background()
 	if _, err := callKey(ctx, cs, "create_order", "", map[string]any{"item": "a", "qty": 1}); err != nil {
-		t.Errorf("ModeSkip tool without key: %v", err)
+		t.Errorf("ReadOnly tool without key: %v", err)
 	}
 	_, err := callKey(ctx, cs, "list_orders", "", nil)
 	if code, reason, _ := wireErr(err); code != -31004 || reason != "key_required" {
-		t.Errorf("ModeGuard read-only tool without key: %v; want -31004 key_required", err)
+		t.Errorf("Keyed read-only tool without key: %v; want -31004 key_required", err)
 	}
 }
 

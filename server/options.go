@@ -38,7 +38,7 @@ type Options struct {
 	Guard func(tool *mcp.Tool) bool
 
 	// Tools holds per-tool settings by tool name.
-	Tools map[string]ToolPolicy
+	Tools ledger.Tools
 
 	// InProgressWait bounds how long a duplicate waits for the execution it
 	// duplicates before it gets -31002 in_progress (DefaultInProgressWait
@@ -85,35 +85,11 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Mode says whether calls of a tool need an idempotency key.
-type Mode uint8
-
-const (
-	// ModeAuto lets Options.Guard decide from the tool's annotations.
-	ModeAuto Mode = iota
-	// ModeGuard always requires a key.
-	ModeGuard
-	// ModeSkip never requires one; calls pass straight to the handler.
-	ModeSkip
-)
-
-// ToolPolicy is the per-tool configuration of a Guard.
-type ToolPolicy struct {
-	Mode Mode
-	// Retention overrides Options.Retention for this tool.
-	Retention time.Duration
-	// Reuse says what a reuse of a key after its record expired means
-	// (ledger.Reexecute when empty).
-	Reuse ledger.ReusePolicy
-	// Exclude names extra top-level argument fields that carry no business
-	// meaning and must not change the fingerprint (ledger.DefaultExcluded
-	// always applies).
-	Exclude []string
-	// Compact shrinks a result larger than MaxResult to what a replay needs
-	// to mean the same thing (the created resource's id or link). Nil means
-	// ledger.Compact.
-	Compact ledger.Compactor
-}
+// ToolPolicy is the per-tool configuration of a Guard: the settings every
+// side shares (ledger.ToolSettings). Of them the Guard reads Retention,
+// Reuse, Exclude and Compact, and ReadOnly (no key needed) and Keyed (a key
+// needed even when the tool is annotated read-only).
+type ToolPolicy = ledger.ToolSettings
 
 // DefaultGuard requires a key for every tool not annotated readOnlyHint.
 // Annotations are the server's own, so they are trusted here.
