@@ -245,7 +245,7 @@ func (lc *Lifecycle) Follow(ctx context.Context, rec *Record) (*Record, error) {
 		if on, why, ok := lc.ended(rec); ok {
 			after, err := lc.endLease(wctx, rec, on, why)
 			if err != nil {
-				return rec, err
+				return rec, lc.waitErr(ctx, wctx, rec, bound, err)
 			}
 			rec = after
 			continue
@@ -266,17 +266,24 @@ func (lc *Lifecycle) Follow(ctx context.Context, rec *Record) (*Record, error) {
 		if latest != nil {
 			rec = latest
 		}
-		switch {
-		case err == nil, errors.Is(err, context.DeadlineExceeded) && wctx.Err() == nil:
+		if err == nil || errors.Is(err, context.DeadlineExceeded) && wctx.Err() == nil {
 			continue // the record changed, or it is time to look at the owner again
-		case ctx.Err() != nil:
-			return rec, ctx.Err()
-		case wctx.Err() != nil:
-			return rec, fmt.Errorf("%w: %s key %s is still %s after %v", ErrInProgress, rec.Tool, ShortHash(rec.Key), rec.State, bound)
 		}
-		return rec, fmt.Errorf("ledger: wait for %s key %s: %w", rec.Tool, ShortHash(rec.Key), err)
+		return rec, lc.waitErr(ctx, wctx, rec, bound, err)
 	}
 	return rec, nil
+}
+
+// waitErr is the error of a Follow that stopped waiting: ctx's own error
+// when the caller gave up, ErrInProgress when the bound passed, else err.
+func (lc *Lifecycle) waitErr(ctx, wctx context.Context, rec *Record, bound time.Duration, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case wctx.Err() != nil:
+		return fmt.Errorf("%w: %s key %s is still %s after %v", ErrInProgress, rec.Tool, ShortHash(rec.Key), rec.State, bound)
+	}
+	return fmt.Errorf("ledger: wait for %s key %s: %w", rec.Tool, ShortHash(rec.Key), err)
 }
 
 // ended reports whether rec's owner is known to be gone: its process (on
