@@ -110,7 +110,7 @@ func (l *ledgerPart) claim(b *testing.B, ctx context.Context, i int) ledger.ID {
 }
 
 func (l *ledgerPart) complete(b *testing.B, ctx context.Context, id ledger.ID) {
-	if _, err := l.st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: l.owner, Result: l.result, AddAttempts: 1}); err != nil {
+	if _, err := l.st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: l.owner, Fence: 1, Result: l.result, AddAttempts: 1}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -214,15 +214,15 @@ func TestPermanentErrorAttemptedOnce(t *testing.T) {
 	if seen := f.srv.KeysSeen(); len(seen) != 1 {
 		t.Fatalf("KeysSeen = %v; want one attempt", seen)
 	}
-	if r := record(t, f.store, "write", "bad"); r.State != ledger.StateFailed {
-		t.Fatalf("record state = %s; want FAILED", r.State)
+	if r := record(t, f.store, "write", "bad"); r.State != ledger.StateRejected {
+		t.Fatalf("record state = %s; want REJECTED (nothing ran)", r.State)
 	}
-	// A deterministic rejection replays as the same error without sending.
-	if _, err := f.c.Call(client.WithKey(context.Background(), "bad"), write("a", 1)); err == nil {
-		t.Fatal("replayed rejection = nil error")
+	// Nothing ran, so the key is not spent: the next call sends it again.
+	if _, err := f.c.Call(client.WithKey(context.Background(), "bad"), write("a", 1)); err != nil {
+		t.Fatalf("Call after the rejection = %v; want it sent again and run", err)
 	}
-	if seen := f.srv.KeysSeen(); len(seen) != 1 {
-		t.Fatalf("KeysSeen after replay = %v; want still one attempt", seen)
+	if seen := f.srv.KeysSeen(); len(seen) != 2 {
+		t.Fatalf("KeysSeen after the second call = %v; want two attempts", seen)
 	}
 }
 

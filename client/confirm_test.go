@@ -99,12 +99,12 @@ func TestApproveForSessionIsRemembered(t *testing.T) {
 func TestNoConfirmerFailsClosed(t *testing.T) {
 	f := newFixture(t, nil, &client.Options{Policy: askWrite()})
 	_, err := f.c.Call(client.WithKey(context.Background(), "nobody"), write("a", 1))
-	if !errors.Is(err, client.ErrDenied) {
-		t.Fatalf("Call = %v; want ErrDenied", err)
+	if !errors.Is(err, client.ErrRejected) || errors.Is(err, client.ErrDenied) {
+		t.Fatalf("Call = %v; want ErrRejected (no one said no)", err)
 	}
 	r := record(t, f.store, "write", "nobody")
-	if r.State != ledger.StateDenied || r.ErrorMessage == "" {
-		t.Fatalf("record = %s %q; want DENIED with the reason", r.State, r.ErrorMessage)
+	if r.State != ledger.StateRejected || r.ErrorMessage == "" {
+		t.Fatalf("record = %s %q; want REJECTED with the reason", r.State, r.ErrorMessage)
 	}
 	if got := f.srv.TotalExecutions(); got != 0 {
 		t.Fatalf("TotalExecutions = %d; want 0", got)
@@ -124,8 +124,8 @@ func TestPolicyDenyRecordsDecision(t *testing.T) {
 
 func TestUnansweredDenialDoesNotBlockALaterAnswer(t *testing.T) {
 	f := newFixture(t, nil, &client.Options{Session: "s-retry", Policy: askWrite()})
-	if _, err := f.c.Call(context.Background(), write("a", 1)); !errors.Is(err, client.ErrDenied) {
-		t.Fatalf("Call without confirmer = %v; want ErrDenied", err)
+	if _, err := f.c.Call(context.Background(), write("a", 1)); !errors.Is(err, client.ErrRejected) {
+		t.Fatalf("Call without confirmer = %v; want ErrRejected", err)
 	}
 	// The same call again, now with someone to ask (as `agentctl call --yes`).
 	person := &answering{answer: confirm.Answer{Decision: ledger.DecisionApproved, By: "test"}}

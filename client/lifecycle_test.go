@@ -22,17 +22,17 @@ func ask() *confirm.Policy {
 	return &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Ask}}}
 }
 
-// answering is a confirmer that returns its answer, or its error.
-type answering struct {
+// answers is a confirmer that returns its answer, or its error.
+type answers struct {
 	ans confirm.Answer
 	err error
 }
 
-func (a answering) Confirm(context.Context, confirm.Request) (confirm.Answer, error) {
+func (a answers) Confirm(context.Context, confirm.Request) (confirm.Answer, error) {
 	return a.ans, a.err
 }
 
-var approveOnce = answering{ans: confirm.Answer{Decision: ledger.DecisionApproved, By: "ops"}}
+var approveOnce = answers{ans: confirm.Answer{Decision: ledger.DecisionApproved, By: "ops"}}
 
 // A call no one could confirm is REJECTED, not DENIED: the same key runs
 // once someone answers.
@@ -60,7 +60,7 @@ func TestNoConfirmerRejectsThenAnswerRuns(t *testing.T) {
 
 // Ctrl-C at the prompt (the prompt's context ends) records nothing final.
 func TestAbortedPromptRecordsNothingFinal(t *testing.T) {
-	f := newFixture(t, nil, &client.Options{Policy: ask(), Confirmer: answering{err: context.Canceled}})
+	f := newFixture(t, nil, &client.Options{Policy: ask(), Confirmer: answers{err: context.Canceled}})
 	ctx := client.WithKey(context.Background(), "order-8")
 	_, err := f.c.CallTool(ctx, write("a", 1))
 	if !errors.Is(err, client.ErrRejected) || !errors.Is(err, context.Canceled) {
@@ -76,7 +76,7 @@ func TestAbortedPromptRecordsNothingFinal(t *testing.T) {
 
 // A person's no is DENIED and stays so.
 func TestDenialIsFinal(t *testing.T) {
-	deny := answering{ans: confirm.Answer{Decision: ledger.DecisionDenied, By: "ops", Reason: "not today"}}
+	deny := answers{ans: confirm.Answer{Decision: ledger.DecisionDenied, By: "ops", Reason: "not today"}}
 	f := newFixture(t, nil, &client.Options{Policy: ask(), Confirmer: deny})
 	ctx := client.WithKey(context.Background(), "order-9")
 	if _, err := f.c.CallTool(ctx, write("a", 1)); !errors.Is(err, client.ErrDenied) {

@@ -22,11 +22,16 @@ func strand(t *testing.T, st ledger.Store, key string, lease time.Duration) ledg
 		t.Fatal(err)
 	}
 	id := ledger.ID{Tenant: "default", Tool: "write", Key: key}
-	if _, err := st.Claim(context.Background(), ledger.ClaimRequest{ID: id, Fingerprint: fp, Owner: "crashed-process", Lease: lease}); err != nil {
+	cl, err := st.Claim(context.Background(), ledger.ClaimRequest{ID: id, Fingerprint: fp, Owner: "crashed-process", Lease: lease})
+	if err != nil {
 		t.Fatalf("Claim = %v", err)
 	}
+	strandedFence = cl.Record.Fence
 	return id
 }
+
+// strandedFence is the fence of the last record strand made.
+var strandedFence int64
 
 func TestFollowerExpiresADeadOwnersLease(t *testing.T) {
 	f := newFixture(t, nil, nil)
@@ -58,7 +63,7 @@ func TestUnknownIsResentToAKeyAwareServer(t *testing.T) {
 			f := newFixture(t, &mcptest.Options{Idempotent: true}, nil)
 			id := strand(t, f.store, "maybe", time.Minute)
 			if _, err := f.store.Transition(context.Background(), ledger.Transition{
-				ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "crashed-process", ErrorKind: "ambiguous",
+				ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "crashed-process", Fence: strandedFence, ErrorKind: "ambiguous",
 			}); err != nil {
 				t.Fatalf("Transition to UNKNOWN = %v", err)
 			}

@@ -130,7 +130,7 @@ func mark(res *mcp.CallToolResult, rec *ledger.Record) {
 		meta[k] = v
 	}
 	meta[wire.MetaReplay] = wire.Replay{
-		Key: rec.Key, State: string(rec.State), FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+		Key: rec.Key, State: rec.State, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
 	}
 	res.Meta = meta
 }

@@ -146,7 +146,6 @@ func (c *counts) merge(o *counts) {
 	c.reconciled += o.reconciled
 	c.unresolved += o.unresolved
 	c.staleAgent += o.staleAgent
-	c.reaped += o.reaped
 	c.keys += o.keys
 	c.payments += o.payments
 	c.duplicates += o.duplicates

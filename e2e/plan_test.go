@@ -79,26 +79,3 @@ func b2i(b bool) int {
 	}
 	return 0
 }
-
-func TestOwnerPID(t *testing.T) {
-	tests := []struct {
-		owner string
-		pid   int
-		ok    bool
-	}{
-		{"box:123:ab12", 123, true},
-		{"box:123", 123, true},
-		{"other:123:ab12", 0, false},
-		{"box:x:ab12", 0, false},
-		{"box:0:ab12", 0, false},
-		{"", 0, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.owner, func(t *testing.T) {
-			pid, ok := ownerPID(tc.owner, "box")
-			if pid != tc.pid || ok != tc.ok {
-				t.Errorf("ownerPID(%q) = %d, %v; want %d, %v", tc.owner, pid, ok, tc.pid, tc.ok)
-			}
-		})
-	}
-}

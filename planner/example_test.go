@@ -33,11 +33,12 @@ func Example() {
 
 	// An earlier call of this session, as the client records it.
 	id := ledger.ID{Tenant: "acme", Tool: "create_order", Key: "order-42"}
-	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "chat-1", Fingerprint: "f1", Owner: "agent"}); err != nil {
+	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "chat-1", Fingerprint: "f1", Owner: "agent"})
+	if err != nil {
 		log.Fatal(err)
 	}
 	if _, err := st.Transition(ctx, ledger.Transition{
-		ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "agent", AddAttempts: 1,
+		ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "agent", Fence: cl.Record.Fence, AddAttempts: 1,
 		Result: json.RawMessage(`{"content":[{"type":"text","text":"order 42 created"}]}`),
 	}); err != nil {
 		log.Fatal(err)

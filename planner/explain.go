@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -17,8 +16,12 @@ func Explain(v Verdict) string {
 	}
 	if v.Decision == New {
 		r := v.Record
-		return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) did not run (%s); it is sent again under the same key.",
-			r.Tool, r.Key, stamp(r.CreatedAt), strings.ToLower(string(r.State)))
+		if r.State == ledger.StateRejected {
+			return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) did not run; it is made again under the same key.",
+				r.Tool, r.Key, stamp(r.CreatedAt))
+		}
+		return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) never reached the tool; it is sent again under the same key.",
+			r.Tool, r.Key, stamp(r.CreatedAt))
 	}
 	return ExplainRecord(v.Record)
 }

@@ -96,7 +96,7 @@ func seed(t *testing.T, st ledger.Store, c call) *ledger.Record {
 	step := func(tr ledger.Transition) {
 		t.Helper()
 		tr.ID = id
-		tr.Owner = "agent"
+		tr.Owner, tr.Fence = "agent", cl.Record.Fence
 		if _, err := st.Transition(ctx, tr); err != nil {
 			t.Fatalf("Transition(%s -> %s) = %v", tr.From, tr.To, err)
 		}

@@ -123,7 +123,7 @@ func TestCanceledRequestLeavesUnknown(t *testing.T) {
 	}
 }
 
-func TestHandlerRejectionIsRetryable(t *testing.T) {
+func TestHandlerRejectionIsRejected(t *testing.T) {
 	r := newRig(t, nil, nil)
 	r.handle = func(context.Context, *mcp.CallToolRequest, orderIn) (*mcp.CallToolResult, orderOut, error) {
 		return nil, orderOut{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "qty exceeds stock"}
@@ -145,8 +145,8 @@ func TestHandlerRejectionIsRetryable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if rec.State != ledger.StateRetryable || rec.ErrorKind != server.KindRejected {
-		t.Errorf("record = %s (%s); want RETRYABLE (%s)", rec.State, rec.ErrorKind, server.KindRejected)
+	if rec.State != ledger.StateRejected || rec.ErrorKind != ledger.KindRefused {
+		t.Errorf("record = %s (%s); want REJECTED (%s)", rec.State, rec.ErrorKind, ledger.KindRefused)
 	}
 }
 

@@ -42,7 +42,7 @@ func replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	}
 	meta[wire.MetaReplay] = wire.Replay{
 		Key:       rec.Key,
-		State:     string(rec.State),
+		State:     rec.State,
 		FirstAt:   rec.CreatedAt.UTC(),
 		Attempts:  rec.Attempts,
 		Compacted: rec.Compacted,

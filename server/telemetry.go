@@ -50,7 +50,7 @@ func result(tc *telemetry.Call, c *call, res mcp.Result, err error) telemetry.Re
 		case cr.Meta[MetaReplay] != nil:
 			r.Outcome, r.Duplicate = ledger.OutcomeReplayed, true
 			if m, ok := cr.Meta[MetaReplay].(Replay); ok {
-				r.State = ledger.State(m.State)
+				r.State = m.State
 			}
 		case len(cr.InputRequests) > 0:
 			// Nothing took effect yet; the record waits RETRYABLE for the

@@ -91,10 +91,10 @@ func RetryAfterMs(d time.Duration) int64 {
 // Replay is the value of _meta[MetaReplay] on a replayed result, so
 // runtimes and models can tell a replay from a fresh execution.
 type Replay struct {
-	Key      string    `json:"key"`
-	State    string    `json:"state"`
-	FirstAt  time.Time `json:"firstAt"`
-	Attempts int       `json:"attempts"`
+	Key      string       `json:"key"`
+	State    ledger.State `json:"state"`
+	FirstAt  time.Time    `json:"firstAt"`
+	Attempts int          `json:"attempts"`
 	// Compacted: the stored result was compacted past the size limit.
 	Compacted bool `json:"compacted,omitempty"`
 }

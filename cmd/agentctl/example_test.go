@@ -55,11 +55,12 @@ func lostPayment(path string) error {
 	}
 	defer st.Close()
 	id := ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-42"}
-	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "s1", Fingerprint: "f1",
-		Arguments: json.RawMessage(`{"amount_cents":1250}`), Owner: "worker-1"}); err != nil {
+	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "s1", Fingerprint: "f1",
+		Arguments: json.RawMessage(`{"amount_cents":1250}`), Owner: "worker-1"})
+	if err != nil {
 		return err
 	}
 	_, err = st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown,
-		Owner: "worker-1", ErrorKind: "lost_response", AddAttempts: 1})
+		Owner: "worker-1", Fence: cl.Record.Fence, ErrorKind: "lost_response", AddAttempts: 1})
 	return err
 }

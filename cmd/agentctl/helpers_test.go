@@ -109,7 +109,7 @@ func seedLedger(t *testing.T, path string, now time.Time, recs ...seedRecord) {
 		if r.state == from {
 			continue
 		}
-		tr := ledger.Transition{ID: id, From: from, To: r.state, Owner: "seed", AddAttempts: 1}
+		tr := ledger.Transition{ID: id, From: from, To: r.state, Owner: "seed", Fence: c.Record.Fence, AddAttempts: 1}
 		switch r.state {
 		case ledger.StateSucceeded, ledger.StateFailed:
 			tr.Result = json.RawMessage(r.result)

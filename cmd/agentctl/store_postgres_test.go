@@ -19,10 +19,11 @@ func TestPostgresLedger(t *testing.T) {
 		t.Fatalf("postgres.Open = %v", err)
 	}
 	id := ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-7"}
-	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "f", Arguments: json.RawMessage(`{}`), Owner: "w"}); err != nil {
+	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "f", Arguments: json.RawMessage(`{}`), Owner: "w"})
+	if err != nil {
 		t.Fatalf("Claim = %v", err)
 	}
-	if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "w"}); err != nil {
+	if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "w", Fence: cl.Record.Fence}); err != nil {
 		t.Fatalf("Transition = %v", err)
 	}
 	st.Close()
