@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Outcome is a completed call and how it was answered.
@@ -38,7 +39,7 @@ type operation struct {
 	fp       string
 	redacted json.RawMessage
 	id       ledger.ID
-	fence    int64 // of the lease the current run holds
+	fence    wire.Fence // of the lease the current run holds
 	decision planner.Decision
 }
 

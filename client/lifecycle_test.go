@@ -196,7 +196,7 @@ func TestFenceOnTheWire(t *testing.T) {
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				mu.Lock()
 				defer mu.Unlock()
-				got = append(got, r.Params.Meta[client.MetaKey], r.Params.Meta["io.github.mcpledger/fence"])
+				got = append(got, r.Params.Meta[client.MetaKey], r.Params.Meta["io.github.mcpledger/fence"], r.Params.Meta["io.github.mcpledger/fence-scope"])
 			}
 			return next(ctx, method, req)
 		}
@@ -206,7 +206,8 @@ func TestFenceOnTheWire(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 2 || got[0] != "order-13" || got[1] != float64(1) {
-		t.Fatalf("_meta key and fence at the server = %v; want [order-13 1]", got)
+	rec := record(t, f.store, "write", "order-13")
+	if len(got) != 3 || got[0] != "order-13" || got[1] != float64(1) || got[2] != ledger.FenceScope(rec) {
+		t.Fatalf("_meta key, fence and scope at the server = %v; want [order-13 1 %s]", got, ledger.FenceScope(rec))
 	}
 }

@@ -31,7 +31,7 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		encErr    error
 	)
 	after, rep, err := c.lc.Execute(ctx, rec, func(ctx context.Context, l ledger.Lease) ledger.Report {
-		op.fence = l.Fence
+		op.fence = wire.Fence{Token: l.Fence, Scope: l.Scope}
 		res, attempts, sendErr, maybeSent = c.send(ctx, op, true)
 		var rep ledger.Report
 		rep, encErr = c.report(op, res, attempts, sendErr, maybeSent)
@@ -203,8 +203,9 @@ func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
 	var args any = op.args
 	if keyed {
 		meta[wire.MetaKey] = op.id.Key
-		if op.fence > 0 {
-			meta[wire.MetaFence] = op.fence
+		if op.fence.Token > 0 {
+			meta[wire.MetaFence] = op.fence.Token
+			meta[wire.MetaFenceScope] = op.fence.Scope
 		}
 		if c.declaresKeyArg(op.tool) {
 			args = withKeyArg(op.args, op.id.Key)

@@ -37,6 +37,13 @@ type Lifecycle struct {
 	Now func() time.Time
 	// Logger receives lease renewal failures (discarded when nil).
 	Logger *slog.Logger
+	// Waiting, when set, is told once per Follow that a follower waits for
+	// a leased record (for metrics).
+	Waiting func(ctx context.Context, rec *Record)
+	// Ended, when set, is told that a follower ended the leases of gone
+	// owners: how many records it moved, by which trigger, and the tool
+	// ("" when a sweep of expired leases moved them).
+	Ended func(ctx context.Context, on Trigger, tool string, n int)
 }
 
 // Defaults of a Lifecycle.
@@ -241,6 +248,9 @@ func (lc *Lifecycle) Follow(ctx context.Context, rec *Record) (*Record, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	if lc.Waiting != nil && rec.State.Waiting() && !rec.Tombstone {
+		lc.Waiting(ctx, rec)
+	}
 	for rec.State.Waiting() && !rec.Tombstone {
 		if on, why, ok := lc.ended(rec); ok {
 			after, err := lc.endLease(wctx, rec, on, why)
@@ -306,8 +316,12 @@ func (lc *Lifecycle) ended(rec *Record) (Trigger, string, bool) {
 // something (or a newer owner took over) before it died.
 func (lc *Lifecycle) endLease(ctx context.Context, rec *Record, on Trigger, why string) (*Record, error) {
 	if on == OnLeaseExpired {
-		if _, err := lc.Store.ExpireLeases(ctx); err != nil {
+		n, err := lc.Store.ExpireLeases(ctx)
+		if err != nil {
 			return rec, fmt.Errorf("ledger: expire leases: %w", err)
+		}
+		if lc.Ended != nil && n > 0 {
+			lc.Ended(ctx, on, "", n)
 		}
 	} else {
 		to, err := Next(rec.State, on)
@@ -318,7 +332,10 @@ func (lc *Lifecycle) endLease(ctx context.Context, rec *Record, on Trigger, why 
 			ID: rec.ID, From: rec.State, To: to, Owner: rec.Owner, Fence: rec.Fence,
 			ErrorKind: KindOwnerDead, ErrorMessage: why,
 		})
-		if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrStateChanged) {
+		switch {
+		case err == nil && lc.Ended != nil:
+			lc.Ended(ctx, on, rec.Tool, 1)
+		case err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrStateChanged):
 			return rec, fmt.Errorf("ledger: end the lease of %s key %s: %w", rec.Tool, ShortHash(rec.Key), err)
 		}
 	}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -42,11 +43,22 @@ type Lease struct {
 	ID
 	Owner string
 	Fence int64
+	// Scope names the sequence Fence counts in: the key's record in this
+	// ledger, from its first claim. Another ledger that uses the same key
+	// counts fences of its own, so fences compare only within one scope.
+	Scope string
 }
 
 // LeaseOf returns the lease r's owner holds.
 func LeaseOf(r *Record) Lease {
-	return Lease{ID: r.ID, Owner: r.Owner, Fence: r.Fence}
+	return Lease{ID: r.ID, Owner: r.Owner, Fence: r.Fence, Scope: FenceScope(r)}
+}
+
+// FenceScope is the scope of r's fences (see Lease.Scope): its first
+// claim's time, to the millisecond, which every process sharing the ledger
+// reads alike and which a take-over keeps.
+func FenceScope(r *Record) string {
+	return strconv.FormatInt(r.CreatedAt.UnixMilli(), 36)
 }
 
 // Approval is a person's (or a policy's) decision on a PENDING_APPROVAL record.

@@ -218,6 +218,9 @@ func rejectedWhy(r *Record) string {
 	case KindOwnerDead, KindLeaseExpired:
 		return "the confirmation prompt ended without an answer"
 	}
+	if r.ErrorMessage != "" {
+		return "no one confirmed it: " + OneLine(r.ErrorMessage, 300)
+	}
 	return "no one confirmed it"
 }
 

@@ -1,13 +1,17 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/mcpledger/mcpledger/wire"
+)
 
 type keyCtx struct{}
 
 // lease is what a handler may know of the guarded call it runs.
 type lease struct {
 	key   string
-	fence int64
+	fence wire.Fence
 }
 
 func withCall(ctx context.Context, c *call) context.Context {
@@ -24,11 +28,11 @@ func KeyFromContext(ctx context.Context) (string, bool) {
 }
 
 // FenceFromContext returns the fencing token the client sent with the
-// guarded call a handler is running (0 when the client sent none), so a
-// downstream write can be made conditional on it: a store that saw a
-// higher token for the key refuses a lower one. It reports false outside a
-// guarded call.
-func FenceFromContext(ctx context.Context) (int64, bool) {
+// guarded call a handler is running (Token 0 when the client sent none), so
+// a downstream write can be made conditional on it: a store that saw a
+// newer token for the key refuses a stale one (wire.Fence.Stale). It
+// reports false outside a guarded call.
+func FenceFromContext(ctx context.Context) (wire.Fence, bool) {
 	l, ok := ctx.Value(keyCtx{}).(lease)
 	return l.fence, ok
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // maxFences bounds the fencing tokens a Guard remembers. Past it the book
@@ -11,23 +12,26 @@ import (
 // from the key's record instead of being refused outright.
 const maxFences = 1 << 16
 
-// fenceBook remembers the highest fencing token seen per key. The zero
+// fenceBook remembers the newest fencing token seen per key. The zero
 // value is ready to use.
 type fenceBook struct {
 	mu sync.Mutex // guards m
-	m  map[ledger.ID]int64
+	m  map[ledger.ID]wire.Fence
 }
 
-// see records fence for id and returns the highest token seen for it.
-func (b *fenceBook) see(id ledger.ID, fence int64) int64 {
+// see records f for id unless it is stale, and returns the newest token
+// seen for the key: f itself, or the one that makes f stale. A token of
+// another scope (another client ledger using the same key) replaces the
+// one of the earlier scope; tokens of different scopes do not compare.
+func (b *fenceBook) see(id ledger.ID, f wire.Fence) wire.Fence {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil || len(b.m) >= maxFences {
-		b.m = make(map[ledger.ID]int64)
+		b.m = make(map[ledger.ID]wire.Fence)
 	}
-	if seen := b.m[id]; seen > fence {
+	if seen, ok := b.m[id]; ok && f.Stale(seen) {
 		return seen
 	}
-	b.m[id] = fence
-	return fence
+	b.m[id] = f
+	return f
 }

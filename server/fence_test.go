@@ -14,9 +14,9 @@ import (
 	"github.com/mcpledger/mcpledger/wire"
 )
 
-func callFenced(ctx context.Context, cs *mcp.ClientSession, key string, fence int64, args any) (*mcp.CallToolResult, error) {
+func callFenced(ctx context.Context, cs *mcp.ClientSession, key string, fence int64, scope string, args any) (*mcp.CallToolResult, error) {
 	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_order", Arguments: args,
-		Meta: mcp.Meta{wire.MetaKey: key, wire.MetaFence: fence}})
+		Meta: mcp.Meta{wire.MetaKey: key, wire.MetaFence: fence, wire.MetaFenceScope: scope}})
 }
 
 // A request whose fence is lower than one the server saw for the key comes
@@ -24,7 +24,7 @@ func callFenced(ctx context.Context, cs *mcp.ClientSession, key string, fence in
 // handler sees the fence of its own call.
 func TestStaleFenceRefused(t *testing.T) {
 	r := newRig(t, nil, nil)
-	var seen []int64
+	var seen []wire.Fence
 	r.handle = func(ctx context.Context, req *mcp.CallToolRequest, in orderIn) (*mcp.CallToolResult, orderOut, error) {
 		f, _ := server.FenceFromContext(ctx)
 		seen = append(seen, f)
@@ -33,18 +33,24 @@ func TestStaleFenceRefused(t *testing.T) {
 	cs := r.connect()
 	ctx := context.Background()
 	args := map[string]any{"item": "x", "qty": 1}
-	if _, err := callFenced(ctx, cs, "k-fence", 2, args); err != nil {
+	if _, err := callFenced(ctx, cs, "k-fence", 2, "s1", args); err != nil {
 		t.Fatalf("call with fence 2 = %v", err)
 	}
-	_, err := callFenced(ctx, cs, "k-fence", 1, args)
+	_, err := callFenced(ctx, cs, "k-fence", 1, "s1", args)
 	if code, reason, _ := wireErr(err); code != wire.CodeInProgress || reason != wire.ReasonStaleFence {
 		t.Fatalf("call with stale fence 1 = %v (code %d, reason %q); want -31002 %s", err, code, reason, wire.ReasonStaleFence)
 	}
-	if n := r.runs.Load(); n != 1 || len(seen) != 1 || seen[0] != 2 {
-		t.Fatalf("handler runs = %d with fences %v; want 1 run with fence 2", n, seen)
+	if n := r.runs.Load(); n != 1 || len(seen) != 1 || seen[0] != (wire.Fence{Token: 2, Scope: "s1"}) {
+		t.Fatalf("handler runs = %d with fences %v; want 1 run with fence 2 of scope s1", n, seen)
+	}
+	// Another ledger using the same key counts its own fences: its token 1
+	// is not stale, and its request is answered from the key's record.
+	res, err := callFenced(ctx, cs, "k-fence", 1, "s2", args)
+	if err != nil || res.Meta[wire.MetaReplay] == nil {
+		t.Fatalf("call with fence 1 of another scope = %v, %v; want a replay", res, err)
 	}
 	// The current owner's repeat is a plain replay.
-	res, err := callFenced(ctx, cs, "k-fence", 2, args)
+	res, err = callFenced(ctx, cs, "k-fence", 2, "s2", args)
 	if err != nil || res.Meta[wire.MetaReplay] == nil {
 		t.Fatalf("repeat with fence 2 = %v, %v; want a replay", res, err)
 	}

@@ -32,8 +32,18 @@ type Guard struct {
 // New returns a Guard that records operations in store. opts may be nil.
 func New(store ledger.Store, opts *Options) *Guard {
 	o := opts.withDefaults()
-	lc := &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait, Now: o.Now, Logger: o.Logger}
-	return &Guard{store: store, lc: lc, opts: o, tel: newTelemetry(store, o)}
+	g := &Guard{store: store, opts: o, tel: newTelemetry(store, o)}
+	g.lc = &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait, Now: o.Now, Logger: o.Logger,
+		Waiting: func(ctx context.Context, _ *ledger.Record) { telemetry.CallFrom(ctx).InProgressWait(ctx) },
+		Ended: func(ctx context.Context, on ledger.Trigger, tool string, n int) {
+			kind := ledger.KindOwnerDead
+			if on == ledger.OnLeaseExpired {
+				kind = ledger.KindLeaseExpired
+			}
+			g.tel.EnteredUnknown(ctx, tool, kind, n)
+		},
+	}
+	return g
 }
 
 // Owner is the lease owner this Guard writes into PROCESSING records.
@@ -178,12 +188,12 @@ func stateOf(r *ledger.Record) string {
 // The highest tokens live in memory, bounded; a restart forgets them, and
 // the key's record still answers every repeat.
 func (g *Guard) checkFence(c *call) error {
-	if c.fence <= 0 {
+	if c.fence.Token <= 0 {
 		return nil
 	}
-	if seen := g.fences.see(c.id, c.fence); seen > c.fence {
+	if seen := g.fences.see(c.id, c.fence); c.fence.Stale(seen) {
 		return wireError(wire.CodeInProgress, wire.ReasonStaleFence, c.id.Key, "",
-			fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", c.id.Tool, c.fence, seen), 0)
+			fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", c.id.Tool, c.fence.Token, seen.Token), 0)
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ type call struct {
 	traceID     string
 	spanID      string
 	policy      ToolPolicy
-	// fence is the client's fencing token for the key (0: none sent).
-	fence int64
+	// fence is the client's fencing token for the key (Token 0: none sent).
+	fence wire.Fence
 }
 
 // keyHelp is appended to every key_required and key_invalid message so a
@@ -93,13 +93,19 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 	return c, nil
 }
 
-// callFence reads the fencing token from _meta: absent is 0, else a
-// positive integer.
-func callFence(meta mcp.Meta) (int64, error) {
+// callFence reads the fencing token and its scope from _meta: absent is
+// token 0, else a positive integer.
+func callFence(meta mcp.Meta) (wire.Fence, error) {
 	v, ok := meta[wire.MetaFence]
 	if !ok || v == nil {
-		return 0, nil
+		return wire.Fence{}, nil
 	}
+	scope, _ := meta[wire.MetaFenceScope].(string)
+	token, err := fenceToken(v)
+	return wire.Fence{Token: token, Scope: scope}, err
+}
+
+func fenceToken(v any) (int64, error) {
 	var f float64
 	switch n := v.(type) {
 	case float64:

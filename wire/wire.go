@@ -22,6 +22,10 @@ const (
 	MetaKey = "io.github.mcpledger/idempotency-key"
 	// MetaFence carries the lease's fencing token (an integer) with the key.
 	MetaFence = "io.github.mcpledger/fence"
+	// MetaFenceScope names the sequence the token counts in (a short
+	// string): tokens of one key compare only within one scope, because
+	// two ledgers that use the same key count their own.
+	MetaFenceScope = "io.github.mcpledger/fence-scope"
 	// MetaReplay marks a replayed result (value: a Replay).
 	MetaReplay = "io.github.mcpledger/replay"
 	// MetaError is on an error result the proxy gives a host: what the
@@ -86,6 +90,18 @@ func RetryAfterMs(d time.Duration) int64 {
 		return 0
 	}
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Fence is a fencing token with its scope.
+type Fence struct {
+	Token int64
+	Scope string
+}
+
+// Stale reports whether f comes from an owner that lost the key to the
+// owner of seen: the same scope, and a lower token.
+func (f Fence) Stale(seen Fence) bool {
+	return f.Scope == seen.Scope && f.Token < seen.Token
 }
 
 // Replay is the value of _meta[MetaReplay] on a replayed result, so

@@ -233,10 +233,10 @@ func TestCallJSON(t *testing.T) {
 	if f := oneCall(t, failed); f.State != "FAILED" || f.Result == nil || !f.Result.IsError {
 		t.Errorf("call --json of a tool error = %+v; want FAILED with isError", f)
 	}
-	denied := e.call(nil, append([]string{"--json", "--key", "j-3"}, pay...)...)
-	denied.wantExit(t, exitDenied)
-	if d := oneCall(t, denied); d.Key != "j-3" || d.State != "DENIED" || d.Error == "" {
-		t.Errorf("call --json of a denied call = %+v; want key j-3, DENIED and the error", d)
+	unasked := e.call(nil, append([]string{"--json", "--key", "j-3"}, pay...)...)
+	unasked.wantExit(t, exitUsage)
+	if d := oneCall(t, unasked); d.Key != "j-3" || d.State != "REJECTED" || d.Error == "" {
+		t.Errorf("call --json of a call no one could confirm = %+v; want key j-3, REJECTED and the error", d)
 	}
 
 	tools := e.run(nil, "--json", "tools", "--server", e.server)
@@ -277,11 +277,18 @@ func TestCallExitCodes(t *testing.T) {
 			t.Errorf("payments for x-1 = %d; want 1", n)
 		}
 	})
-	t.Run("3 denied", func(t *testing.T) {
-		e.call(nil, append([]string{"--key", "x-3"}, pay...)...).wantExit(t, exitDenied, "--yes", "policy")
+	t.Run("2 no one to ask, then --yes with the same key", func(t *testing.T) {
+		e.call(nil, append([]string{"--key", "x-3"}, pay...)...).wantExit(t, exitUsage, "--yes", "policy", "same --key")
 		if n := e.paymentsFor("x-3"); n != 0 {
-			t.Errorf("payments for denied x-3 = %d; want 0", n)
+			t.Errorf("payments for unconfirmed x-3 = %d; want 0", n)
 		}
+		e.call(nil, append([]string{"--yes", "--key", "x-3"}, pay...)...).wantExit(t, exitOK)
+		if n := e.paymentsFor("x-3"); n != 1 {
+			t.Errorf("payments for x-3 after --yes = %d; want 1", n)
+		}
+	})
+	t.Run("2 empty key", func(t *testing.T) {
+		e.call(nil, append([]string{"--yes", "--key", ""}, pay...)...).wantExit(t, exitUsage, "--key", "empty key")
 	})
 	t.Run("4 outcome unknown", func(t *testing.T) {
 		// The server commits the payment and dies before answering; its
@@ -376,8 +383,8 @@ func TestCallConfirmation(t *testing.T) {
 			t.Errorf("payments for c-1 = %d; want 1", n)
 		}
 		// Once is once: the next payment asks again, and with no one to
-		// answer it is denied.
-		e.call(nil, "--key", "c-2", "create_payment", "amount_cents=7", "currency=EUR", "payee=acme").wantExit(t, exitDenied)
+		// answer nothing runs.
+		e.call(nil, "--key", "c-2", "create_payment", "amount_cents=7", "currency=EUR", "payee=acme").wantExit(t, exitUsage)
 		if n := e.paymentsFor("c-2"); n != 0 {
 			t.Errorf("payments for c-2 = %d; want 0", n)
 		}
@@ -394,7 +401,7 @@ func TestCallConfirmation(t *testing.T) {
 			t.Errorf("payments for s-1, s-2 = %d, %d; want 1, 1", a, b)
 		}
 		// Another session is not covered by the approval.
-		e.call(nil, "--session", "agent-8", "--key", "s-3", "create_payment", "amount_cents=7", "currency=EUR", "payee=acme").wantExit(t, exitDenied)
+		e.call(nil, "--session", "agent-8", "--key", "s-3", "create_payment", "amount_cents=7", "currency=EUR", "payee=acme").wantExit(t, exitUsage)
 	})
 	t.Run("deny", func(t *testing.T) {
 		e := newE2E(t)

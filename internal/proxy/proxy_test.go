@@ -136,7 +136,7 @@ func TestRequestErrorsStayProtocolErrors(t *testing.T) {
 	tests := []struct{ name, tool string }{
 		{"unknown tool", "no_such_tool"},
 		{"upstream rejects the request", "strict"},
-		{"the same rejection, replayed from the ledger", "strict"},
+		{"the same request again: nothing ran, so it is sent again", "strict"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,8 +147,8 @@ func TestRequestErrorsStayProtocolErrors(t *testing.T) {
 			}
 		})
 	}
-	if n := u.strict.Load(); n != 1 {
-		t.Errorf("strict was called %d times; want 1 (the repeat is answered from the ledger)", n)
+	if n := u.strict.Load(); n != 2 {
+		t.Errorf("strict was called %d times; want 2 (a rejection spends no key)", n)
 	}
 }
 
@@ -166,15 +166,16 @@ func TestConfirmation(t *testing.T) {
 		wantRun    int64
 		wantAsked  int64
 		wantText   string // in the result of a denied call
+		wantState  ledger.State
 	}{
 		{name: "host approves", host: hostOptions{elicit: approve("approve_once")}, wantRun: 1, wantAsked: 1},
-		{name: "host denies", host: hostOptions{elicit: approve("deny")}, wantRun: 0, wantAsked: 1, wantText: "test says deny"},
+		{name: "host denies", host: hostOptions{elicit: approve("deny")}, wantRun: 0, wantAsked: 1, wantText: "test says deny", wantState: ledger.StateDenied},
 		{name: "host declines", host: hostOptions{elicit: func(*mcp.ElicitRequest) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }},
-			wantRun: 0, wantAsked: 1, wantText: "declined"},
+			wantRun: 0, wantAsked: 1, wantText: "declined", wantState: ledger.StateDenied},
 		{name: "terminal when the host cannot elicit", terminal: confirm.Static{Answer: confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:test"}},
 			wantRun: 1},
-		{name: "no one to ask", policyFile: "/etc/agent/policy.json", wantRun: 0, wantText: "allow pay_invoice in the policy file /etc/agent/policy.json"},
-		{name: "no one to ask, built-in rules", wantRun: 0, wantText: "--policy"},
+		{name: "no one to ask", policyFile: "/etc/agent/policy.json", wantRun: 0, wantText: "allow pay_invoice in the policy file /etc/agent/policy.json", wantState: ledger.StateRejected},
+		{name: "no one to ask, built-in rules", wantRun: 0, wantText: "--policy", wantState: ledger.StateRejected},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,11 +193,12 @@ func TestConfirmation(t *testing.T) {
 				if !res.IsError || !strings.Contains(resultText(res), tc.wantText) {
 					t.Errorf("denied call = %q (isError %v); want an error result containing %q", resultText(res), res.IsError, tc.wantText)
 				}
-				if _, state := errorMeta(res); state != ledger.StateDenied {
-					t.Errorf("error marker state = %q; want DENIED", state)
+				if _, state := errorMeta(res); state != tc.wantState {
+					t.Errorf("error marker state = %q; want %s", state, tc.wantState)
 				}
 			}
-			// A repeat never asks again: it replays the decision.
+			// A repeat never asks again: it replays the decision (or, with no
+			// one to ask, meets no one again).
 			h.call(t, "pay_invoice", map[string]any{"invoice": "INV-1"}, nil)
 			if got := h.elicits.Load(); got != tc.wantAsked {
 				t.Errorf("host was asked %d times after a repeat; want still %d", got, tc.wantAsked)
