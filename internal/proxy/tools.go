@@ -124,6 +124,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if c == nil {
 		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
+	defer l.begin(ctx, req.Params)()
 	params := &mcp.CallToolParams{Name: req.Params.Name, Meta: maps.Clone(req.Params.Meta)}
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
