@@ -26,6 +26,9 @@ type link struct {
 	// change afterwards.
 	ready chan struct{}
 	err   error
+	// session is the ledger session of the host session; set by bind,
+	// before the link is shared.
+	session string
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -63,9 +66,11 @@ func newLink(p *Proxy) *link {
 	return &link{p: p, ready: make(chan struct{})}
 }
 
-func (l *link) bind(ss *mcp.ServerSession) {
+// bind gives the link its host session and that session's ledger session.
+func (l *link) bind(ss *mcp.ServerSession, session string) {
 	l.mu.Lock()
 	l.host = ss
+	l.session = session
 	l.mu.Unlock()
 }
 
@@ -159,6 +164,18 @@ func (l *link) setLevel(level mcp.LoggingLevel) {
 	l.mu.Lock()
 	l.level = level
 	l.mu.Unlock()
+}
+
+// upstream is the link's upstream session: the ledger client's, or the
+// one New opened before any host connected; nil when closed.
+func (l *link) upstream() *mcp.ClientSession {
+	l.mu.Lock()
+	c, s := l.client, l.pending
+	l.mu.Unlock()
+	if c != nil {
+		return c.Session()
+	}
+	return s
 }
 
 // ledger is the link's ledger client; nil while it connects.

@@ -33,11 +33,7 @@ var ownTools = []string{planner.StatusTool, planner.ListTool}
 // The SDK then serves tools/list and tells every host session when the
 // list changed.
 func (p *Proxy) syncTools(ctx context.Context, l *link) error {
-	c := l.ledger()
-	if c == nil {
-		return fmt.Errorf("proxy: listing the upstream's tools: %w", mcp.ErrConnectionClosed)
-	}
-	cs := c.Session()
+	cs := l.upstream()
 	if cs == nil {
 		return fmt.Errorf("proxy: listing the upstream's tools: %w", mcp.ErrConnectionClosed)
 	}
