@@ -43,6 +43,8 @@ type link struct {
 	// dead one is asked the same.
 	subs  map[string]bool
 	level mcp.LoggingLevel
+	// order counts the upstream's notifications, read and relayed.
+	order order
 	// calls are the host's requests in flight on this link, oldest first:
 	// what the upstream sends while it serves one of them belongs with it.
 	calls []*hostCall
@@ -104,6 +106,7 @@ func (l *link) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	t = l.order.counted(t)
 	impl := &mcp.Implementation{Name: l.p.opts.Name, Version: l.p.opts.Version}
 	uc := mcp.NewClient(impl, l.clientOptions())
 	uc.AddReceivingMiddleware(l.verbatim)
@@ -384,7 +387,8 @@ func (withoutValues) Value(any) any { return nil }
 // errNoHost answers an upstream request that no host can see.
 var errNoHost = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpledger proxy: no host session is connected to answer this request"}
 
-// verbatim answers the upstream's elicitation requests itself, ahead of the
+// verbatim counts the notifications relayed (see order) and answers the
+// upstream's elicitation requests itself, ahead of the
 // SDK's client, which checks a requested schema against the forms it knows
 // (and refuses, for one, a multi-select of titled options whose items say
 // "type": "string" next to "anyOf") and fills the schema's defaults into
@@ -394,6 +398,9 @@ func (l *link) verbatim(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" {
 			return l.elicitation(ctx, er)
+		}
+		if relayed[method] {
+			defer l.order.done()
 		}
 		return next(ctx, method, req)
 	}

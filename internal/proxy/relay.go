@@ -68,7 +68,9 @@ func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, params mcp.Params
 		return nil, err
 	}
 	defer l.begin(ctx, params)()
-	return l, c.Repeatable(ctx, fn)
+	err = c.Repeatable(ctx, fn)
+	l.order.settle(ctx)
+	return l, err
 }
 
 // upstreamFor is the upstream session of the host session s, as it is.

@@ -107,7 +107,7 @@ func (s *seen) of(name string) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ch[name] == nil {
-		s.ch[name] = make(chan struct{}, 16)
+		s.ch[name] = make(chan struct{}, 64)
 	}
 	return s.ch[name]
 }
@@ -534,5 +534,62 @@ func TestHostSessionNameRejected(t *testing.T) {
 	}
 	if got := u.notes.Load(); got != 0 {
 		t.Errorf("add_note executions = %d; want 0", got)
+	}
+}
+
+// TestMessagesBeforeTheAnswerReachTheHost: a tool that logs and reports
+// progress and returns at once. The SDK hands the proxy the upstream's
+// answer ahead of the notifications read before it; the proxy must relay
+// those first, while the host's request stream is open: this host has no
+// other stream, so a message relayed late would be lost.
+func TestMessagesBeforeTheAnswerReachTheHost(t *testing.T) {
+	const calls = 20
+	for _, tc := range []struct {
+		name string
+		tr   func(t *testing.T, u *upstream) proxy.TransportFunc
+	}{
+		{"upstream over streamable HTTP", func(t *testing.T, u *upstream) proxy.TransportFunc {
+			ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil))
+			t.Cleanup(ts.Close)
+			return httpTransport(ts.URL)
+		}},
+		{"upstream in memory", func(_ *testing.T, u *upstream) proxy.TransportFunc { return u.transport }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream()
+			p := startProxy(t, newStore(t), tc.tr(t, u), nil)
+			got := &seen{ch: map[string]chan struct{}{}}
+			// A host that counts what it gets, with no stream outside its
+			// requests.
+			c := mcp.NewClient(&mcp.Implementation{Name: "counting-host", Version: "v1"}, &mcp.ClientOptions{
+				LoggingMessageHandler: func(context.Context, *mcp.LoggingMessageRequest) { got.add("log") },
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+					got.add("progress")
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: serveProxy(t, p), MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				t.Fatalf("Connect = %v", err)
+			}
+			defer cs.Close()
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+				t.Fatalf("logging/setLevel = %v", err)
+			}
+			for i := range calls {
+				// A new key each time: every call runs.
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chatty", Meta: mcp.Meta{"progressToken": i, client.MetaKey: fmt.Sprintf("chatty-%d", i)}})
+				if err != nil || res.IsError {
+					t.Fatalf("CallTool(chatty) = %v, %v", res, err)
+				}
+			}
+			if err := got.wait(ctx, "log", calls); err != nil {
+				t.Error(err)
+			}
+			if err := got.wait(ctx, "progress", calls); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -132,6 +132,8 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		ctx = client.WithKey(ctx, key)
 	}
 	out, err := c.Call(withRequest(ctx, req), params)
+	// What the upstream sent before its answer goes before the proxy's.
+	l.order.settle(ctx)
 	if err != nil {
 		if keyed {
 			if je := wireError(err); je != nil {
