@@ -593,3 +593,64 @@ func TestMessagesBeforeTheAnswerReachTheHost(t *testing.T) {
 		})
 	}
 }
+
+// TestConfirmationAsksTheCallingHost: three host sessions over streamable
+// HTTP call a tool the policy asks about at once; the proxy's question goes
+// to the host that made the call, on that call's stream, and each host's
+// answer decides its own call.
+func TestConfirmationAsksTheCallingHost(t *testing.T) {
+	u := newUpstream()
+	p := startProxy(t, newStore(t), u.transport, nil)
+	url := serveProxy(t, p)
+	var wg sync.WaitGroup
+	asked := make([]atomic.Int64, 3)
+	results := make([]string, 3)
+	for i := range 3 {
+		invoice := fmt.Sprintf("INV-%d", i)
+		c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "v1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked[i].Add(1)
+				if !strings.Contains(req.Params.Message, invoice) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "reason": "not my call: " + req.Params.Message}}, nil
+				}
+				decision := "approve_once"
+				if i == 1 {
+					decision = "deny"
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": "host " + invoice}}, nil
+			},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			t.Fatalf("host %d: Connect = %v", i, err)
+		}
+		defer cs.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay_invoice", Arguments: map[string]any{"invoice": invoice}})
+			if err != nil {
+				results[i] = "error: " + err.Error()
+				return
+			}
+			results[i] = resultText(res)
+		}()
+	}
+	wg.Wait()
+	for i := range 3 {
+		if got := asked[i].Load(); got != 1 {
+			t.Errorf("host %d was asked %d times; want 1", i, got)
+		}
+	}
+	want := []string{"paid INV-0", "host INV-1", "paid INV-2"}
+	for i, w := range want {
+		if !strings.Contains(results[i], w) {
+			t.Errorf("host %d got %q; want it to contain %q", i, results[i], w)
+		}
+	}
+	if got := u.payments.Load(); got != 2 {
+		t.Errorf("pay_invoice ran %d times; want 2", got)
+	}
+}
