@@ -22,6 +22,9 @@ import (
 // notifications) goes to this link's host session.
 type link struct {
 	p *Proxy
+	// order counts the upstream's notifications, read and relayed; it
+	// has a lock of its own.
+	order order
 	// ready is closed once the link is usable or err is set; err does not
 	// change afterwards.
 	ready chan struct{}
@@ -43,8 +46,6 @@ type link struct {
 	// dead one is asked the same.
 	subs  map[string]bool
 	level mcp.LoggingLevel
-	// order counts the upstream's notifications, read and relayed.
-	order order
 	// calls are the host's requests in flight on this link, oldest first:
 	// what the upstream sends while it serves one of them belongs with it.
 	calls []*hostCall
@@ -94,14 +95,6 @@ func (l *link) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if s != nil {
 		return s, nil
 	}
-	// The SDK hands the values of the context a session was connected with
-	// to every handler of that session, for as long as it lives. The
-	// context here is a host request's (the one that needed the session),
-	// and among its values is that request's place on the host's
-	// transport: relayed with it, the upstream's messages would go to a
-	// request long finished. So the session gets the cancellation of ctx,
-	// for the handshake, and none of its values.
-	ctx = withoutValues{ctx}
 	t, err := l.p.opts.Transport(ctx)
 	if err != nil {
 		return nil, err
@@ -110,7 +103,14 @@ func (l *link) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	impl := &mcp.Implementation{Name: l.p.opts.Name, Version: l.p.opts.Version}
 	uc := mcp.NewClient(impl, l.clientOptions())
 	uc.AddReceivingMiddleware(l.verbatim)
-	s, err = uc.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
+	// The SDK hands the values of the context a session was connected with
+	// to every handler of that session, for as long as it lives. The
+	// context here is a host request's (the one that needed the session),
+	// and among its values is that request's place on the host's
+	// transport: relayed with it, the upstream's messages would go to a
+	// request long finished. So the session gets the cancellation of ctx,
+	// for the handshake, and none of its values.
+	s, err = uc.Connect(withoutValues{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
 	if err != nil {
 		return nil, err
 	}
