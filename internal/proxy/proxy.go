@@ -325,7 +325,7 @@ func (p *Proxy) sessionOf(ss *mcp.ServerSession) (string, error) {
 		if v, ok := ip.Meta[MetaSession]; ok {
 			name, _ := v.(string)
 			if err := ledger.ValidateKey(name); err != nil {
-				return "", fmt.Errorf("proxy: the session named in _meta[%q] of initialize, %v, breaks the key rules (%v); name it with 1-255 of [A-Za-z0-9._:~-] and reconnect", MetaSession, v, err)
+				return "", fmt.Errorf("proxy: the session named in _meta[%q] of initialize, %#v, breaks the key rules (%v); name it with 1-255 of [A-Za-z0-9._:~-] and reconnect", MetaSession, v, err)
 			}
 			return name, nil
 		}
