@@ -42,6 +42,13 @@ tools/call goes through the ledger: keys, retries, replays of repeated calls,
 and confirmation of sensitive calls. Everything else passes through.
 
 The host sees the upstream's tools plus ledger_status and ledger_list.
+
+Ledger sessions (the scope of the re-planning guard): over stdio the one
+host is this shell's session (or --session). With --listen each host
+session is a ledger session of its own, so two agents calling the same
+tool with the same arguments never get each other's replays; --session
+NAME makes every host session share one on purpose, and a host may name
+its own in the _meta of initialize ("io.github.mcpledger/session").
 A call the policy asks about is put to the host as an elicitation when the
 host supports it, else on the controlling terminal, else it is denied: allow
 the tool in a policy file (--policy) to let it through.
@@ -70,7 +77,7 @@ A host configures it in place of the server it wraps, for example:
 	fl := c.Flags()
 	fl.StringVar(&f.listen, "listen", "", "serve streamable HTTP on this loopback `ADDR` (e.g. 127.0.0.1:8090) instead of stdio")
 	fl.StringVar(&f.policy, "policy", a.env("MCPLEDGER_POLICY", ""), "the confirmation policy `FILE` (env MCPLEDGER_POLICY; default: built-in rules)")
-	fl.StringVar(&f.session, "session", "", "the agent `SESSION` of the records (default: MCPLEDGER_SESSION, else this shell's)")
+	fl.StringVar(&f.session, "session", "", "the agent `SESSION` of the records, shared by every host session (default: MCPLEDGER_SESSION; else over stdio this shell's, and with --listen each host session its own)")
 	fl.StringVar(&f.url, "url", "", "the upstream MCP server's streamable HTTP endpoint `URL`")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, on loopback (e.g. 127.0.0.1:9464)")
 	return c
@@ -104,6 +111,10 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		}
 	}
 	if f.session == "" {
+		f.session = a.getenv("MCPLEDGER_SESSION")
+	}
+	if f.session == "" && f.listen == "" {
+		// One host over stdio: the shell's session, as for call.
 		f.session = a.defaultSession()
 	}
 	st, err := a.ledger(ctx, readWrite)
@@ -131,7 +142,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 	}
 	defer p.Close()
 	if ln != nil {
-		return a.serveProxyHTTP(ctx, p, ln)
+		return a.serveProxyHTTP(ctx, p, ln, f.session)
 	}
 	t := &mcp.IOTransport{Reader: io.NopCloser(a.io.In), Writer: nopWriteCloser{a.io.Out}}
 	err = p.Server().Run(ctx, t)
@@ -192,7 +203,7 @@ func listenLoopback(addr string) (net.Listener, error) {
 
 // serveProxyHTTP serves streamable HTTP until ctx ends. It prints the
 // address on stderr, so that --listen 127.0.0.1:0 is usable by scripts.
-func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listener) error {
+func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listener, session string) error {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.Server() }, nil)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	// A host's event stream stays open as long as its session: close the
@@ -204,6 +215,11 @@ func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listene
 		}
 	})
 	fmt.Fprintf(a.io.Err, "agentctl proxy: listening on http://%s/ for %s\n", ln.Addr(), p.Upstream())
+	if session == "" {
+		fmt.Fprintf(a.io.Err, "agentctl proxy: each host session is a ledger session of its own; --session NAME makes them share one\n")
+	} else {
+		fmt.Fprintf(a.io.Err, "agentctl proxy: every host session shares the ledger session %s\n", session)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

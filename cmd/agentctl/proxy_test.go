@@ -240,3 +240,37 @@ func TestProxyBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyListenLedgerSessions: with --listen, two host sessions calling
+// the same tool with the same arguments are two operations (each host
+// session is its own ledger session), unless --session makes them share
+// one, when the second is a replay.
+func TestProxyListenLedgerSessions(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantExecs int
+	}{
+		{"own session each", nil, 2},
+		{"--session shared", []string{"--session", "agent-7"}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mcptest.New(&mcptest.Options{})
+			t.Cleanup(func() { s.Close() })
+			env := slices.DeleteFunc(proxyEnv(t), func(kv string) bool { return strings.HasPrefix(kv, "MCPLEDGER_SESSION=") })
+			endpoint := listeningProxy(t, env, append(tc.args, "--url", mcptest.ServeHTTP(t, s))...)
+			args := map[string]any{"id": "order-1", "amount": 10}
+			for i := range 2 {
+				cs, _ := dialProxyHost(t, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: args})
+				if err != nil || res.IsError {
+					t.Fatalf("host %d: write = %v, %v; want a result", i+1, res, err)
+				}
+			}
+			if n := s.TotalExecutions(); n != tc.wantExecs {
+				t.Errorf("write executed %d times for two host sessions; want %d", n, tc.wantExecs)
+			}
+		})
+	}
+}

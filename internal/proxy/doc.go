@@ -44,10 +44,21 @@
 //
 // Sessions: every host session gets its own upstream session (for a
 // command, its own process), so the upstream's requests and notifications
-// reach the host session whose call caused them. Over stdio there is one.
-// The tool list is shared: it is the upstream's, as the latest refresh saw
-// it. The ledger session is the proxy's (Options.Session), shared by every
-// host session: a proxy stands for one agent, whose re-planned call is
-// recognised even when it reconnects; agents that must not share a
-// re-planning window run with different sessions.
+// reach the host session whose call caused them; over streamable HTTP,
+// what the upstream sends while it serves a host request goes on that
+// request's stream (progress by its token; log lines and questions with
+// the host's request in flight, the latest when it runs several at once),
+// and the rest on the host's stream for messages outside requests. Over
+// stdio there is one. The tool list is shared: it is the upstream's, as the
+// latest refresh saw it. Elicitation requests reach the host as the
+// upstream sent them, whatever their schema, and the host's answer goes
+// back as given: go-sdk's client checks and completes both, and the proxy
+// leaves that to the two ends.
+//
+// Ledger sessions (the scope of the re-planning guard and of "approve for
+// this session"): Options.Session, when set, is every host session's, on
+// purpose: one agent behind several connections. Unset, each host session
+// is a ledger session of its own, so two conversations calling the same
+// tool with the same arguments never get each other's replays. A host may
+// name its ledger session in the _meta of initialize (MetaSession).
 package proxy

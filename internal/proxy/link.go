@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -20,10 +22,16 @@ import (
 // notifications) goes to this link's host session.
 type link struct {
 	p *Proxy
+	// order counts the upstream's notifications, read and relayed; it
+	// has a lock of its own.
+	order order
 	// ready is closed once the link is usable or err is set; err does not
 	// change afterwards.
 	ready chan struct{}
 	err   error
+	// session is the ledger session of the host session; set by bind,
+	// before the link is shared.
+	session string
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -38,15 +46,34 @@ type link struct {
 	// dead one is asked the same.
 	subs  map[string]bool
 	level mcp.LoggingLevel
+	// calls are the host's requests in flight on this link, oldest first:
+	// what the upstream sends while it serves one of them belongs with it.
+	calls []*hostCall
+}
+
+// hostCall is a host request the proxy is serving with the upstream.
+type hostCall struct {
+	// ctx is the host request's own context. The SDK's streamable HTTP
+	// transport sends a message on the stream of the request whose
+	// context it is sent with, so relaying with ctx's values puts the
+	// upstream's log lines, progress and questions on the stream of the
+	// host request they belong to.
+	ctx context.Context
+	// token is the host's progress token, nil when it sent none. The
+	// proxy passes it to the upstream unchanged, so the upstream's
+	// progress names the host request exactly.
+	token any
 }
 
 func newLink(p *Proxy) *link {
 	return &link{p: p, ready: make(chan struct{})}
 }
 
-func (l *link) bind(ss *mcp.ServerSession) {
+// bind gives the link its host session and that session's ledger session.
+func (l *link) bind(ss *mcp.ServerSession, session string) {
 	l.mu.Lock()
 	l.host = ss
+	l.session = session
 	l.mu.Unlock()
 }
 
@@ -72,8 +99,18 @@ func (l *link) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	t = l.order.counted(t)
 	impl := &mcp.Implementation{Name: l.p.opts.Name, Version: l.p.opts.Version}
-	s, err = mcp.NewClient(impl, l.clientOptions()).Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
+	uc := mcp.NewClient(impl, l.clientOptions())
+	uc.AddReceivingMiddleware(l.verbatim)
+	// The SDK hands the values of the context a session was connected with
+	// to every handler of that session, for as long as it lives. The
+	// context here is a host request's (the one that needed the session),
+	// and among its values is that request's place on the host's
+	// transport: relayed with it, the upstream's messages would go to a
+	// request long finished. So the session gets the cancellation of ctx,
+	// for the handshake, and none of its values.
+	s, err = uc.Connect(withoutValues{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +167,18 @@ func (l *link) setLevel(level mcp.LoggingLevel) {
 	l.mu.Lock()
 	l.level = level
 	l.mu.Unlock()
+}
+
+// upstream is the link's upstream session: the ledger client's, or the
+// one New opened before any host connected; nil when closed.
+func (l *link) upstream() *mcp.ClientSession {
+	l.mu.Lock()
+	c, s := l.client, l.pending
+	l.mu.Unlock()
+	if c != nil {
+		return c.Session()
+	}
+	return s
 }
 
 // ledger is the link's ledger client; nil while it connects.
@@ -215,22 +264,147 @@ func (l *link) clientOptions() *mcp.ClientOptions {
 	}
 }
 
-// notify relays a notification to the host session unchanged. A
-// notification that arrives before any host connected has no one to go to
-// and is dropped, as the upstream would have seen with no client at all.
+// notify relays a notification to the host session unchanged, with the
+// host request it belongs to (see related). A notification that arrives
+// before any host connected has no one to go to and is dropped, as the
+// upstream would have seen with no client at all.
 func (l *link) notify(ctx context.Context, method string, params mcp.Params) {
 	ss := l.hostSession()
 	if ss == nil {
 		l.p.log.Debug("upstream notification before a host connected; dropped", "method", method)
 		return
 	}
-	if err := l.p.sendHost(ctx, ss, method, params); err != nil {
+	var token any
+	if pp, ok := params.(*mcp.ProgressNotificationParams); ok {
+		token = pp.ProgressToken
+	}
+	if rel := l.related(token); rel != nil {
+		err := l.p.sendHost(relatedContext{ctx, rel}, ss, method, params)
+		if err == nil || !rejected(err) {
+			l.logRelay(method, err)
+			return
+		}
+		// The host request ended just now and its stream with it: the
+		// message goes where one outside any request goes.
+	}
+	l.logRelay(method, l.p.sendHost(ctx, ss, method, params))
+}
+
+func (l *link) logRelay(method string, err error) {
+	switch {
+	case err == nil:
+	case rejected(err):
+		// A host without a stream for messages outside its requests (no
+		// GET stream over HTTP) cannot get this one, from us or from the
+		// upstream itself.
+		l.p.log.Debug("relaying a notification to the host: no stream to carry it", "method", method, "err", err)
+	default:
 		l.p.log.Warn("relaying a notification to the host", "method", method, "err", err)
 	}
 }
 
+// rejected reports whether the host's transport refused a message without
+// breaking the session (a stream that is closed, or none).
+func rejected(err error) bool {
+	return errors.Is(err, &jsonrpc.Error{Code: codeRejected})
+}
+
+// codeRejected is the SDK's "rejected by transport" code.
+const codeRejected = -32005
+
+// begin records the host request ctx as in flight on this link until end
+// is called: the upstream's messages meanwhile belong with it.
+func (l *link) begin(ctx context.Context, params mcp.Params) (end func()) {
+	c := &hostCall{ctx: ctx, token: progressToken(params)}
+	l.mu.Lock()
+	l.calls = append(l.calls, c)
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		l.calls = slices.DeleteFunc(l.calls, func(x *hostCall) bool { return x == c })
+		l.mu.Unlock()
+	}
+}
+
+// related is the context of the host request a message from the upstream
+// belongs to, nil when none is in flight. A progress token names its
+// request; anything else (log lines, questions) belongs to the request in
+// flight, and when several are, to the latest: the upstream's transport
+// does not say which of its requests a message came with, so a host that
+// runs calls in parallel on one session may see a log line with a sibling
+// call. It stays within the host session either way.
+func (l *link) related(token any) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if token != nil {
+		for _, c := range l.calls {
+			if sameToken(c.token, token) {
+				return c.ctx
+			}
+		}
+	}
+	if n := len(l.calls); n > 0 {
+		return l.calls[n-1].ctx
+	}
+	return nil
+}
+
+// progressToken is the progress token of a request's params, nil when it
+// has none (or no params: a request without params comes as a typed nil).
+func progressToken(params mcp.Params) any {
+	rp, ok := params.(mcp.RequestParams)
+	if !ok || rp == nil || reflect.ValueOf(rp).IsNil() {
+		return nil
+	}
+	return rp.GetProgressToken()
+}
+
+// sameToken compares progress tokens, strings or JSON numbers; the host's
+// is decoded as the upstream's is, so equal tokens have equal types.
+func sameToken(a, b any) bool {
+	switch a.(type) {
+	case string, float64, int, int64, json.Number:
+		return a == b
+	}
+	return false
+}
+
+// relatedContext is the upstream request's context (its cancellation) with
+// the values of the host request it belongs to (its place on the host's
+// transport).
+type relatedContext struct {
+	context.Context
+	host context.Context
+}
+
+func (c relatedContext) Value(key any) any { return c.host.Value(key) }
+
+// withoutValues is a context's cancellation and deadline without its values.
+type withoutValues struct{ context.Context }
+
+func (withoutValues) Value(any) any { return nil }
+
 // errNoHost answers an upstream request that no host can see.
 var errNoHost = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpledger proxy: no host session is connected to answer this request"}
+
+// verbatim counts the notifications relayed (see order) and answers the
+// upstream's elicitation requests itself, ahead of the
+// SDK's client, which checks a requested schema against the forms it knows
+// (and refuses, for one, a multi-select of titled options whose items say
+// "type": "string" next to "anyOf") and fills the schema's defaults into
+// the answer. The host is the client the upstream is really asking: it gets
+// the request as sent and the upstream gets the host's answer as given.
+func (l *link) verbatim(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" {
+			return l.elicitation(ctx, er)
+		}
+		if relayed[method] {
+			defer l.order.done()
+		}
+		return next(ctx, method, req)
+	}
+}
 
 func (l *link) elicitation(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	ss := l.hostSession()
@@ -241,7 +415,7 @@ func (l *link) elicitation(ctx context.Context, req *mcp.ElicitRequest) (*mcp.El
 	if caps == nil || caps.Elicitation == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "mcpledger proxy: the host does not support elicitation"}
 	}
-	res, err := l.p.hostSend(ctx, "elicitation/create", &mcp.ServerRequest[*mcp.ElicitParams]{Session: ss, Params: req.Params})
+	res, err := l.askHost(ctx, ss, "elicitation/create", &mcp.ServerRequest[*mcp.ElicitParams]{Session: ss, Params: orEmpty(req.Params)})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +435,7 @@ func (l *link) sampling(ctx context.Context, req *mcp.CreateMessageWithToolsRequ
 	if caps == nil || caps.Sampling == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "mcpledger proxy: the host does not support sampling"}
 	}
-	res, err := l.p.hostSend(ctx, "sampling/createMessage", &mcp.ServerRequest[*mcp.CreateMessageWithToolsParams]{Session: ss, Params: req.Params})
+	res, err := l.askHost(ctx, ss, "sampling/createMessage", &mcp.ServerRequest[*mcp.CreateMessageWithToolsParams]{Session: ss, Params: req.Params})
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +444,18 @@ func (l *link) sampling(ctx context.Context, req *mcp.CreateMessageWithToolsRequ
 		return nil, fmt.Errorf("proxy: sampling/createMessage answered with %T", res)
 	}
 	return sr, nil
+}
+
+// askHost sends the upstream's request to the host, on the stream of the
+// host request it belongs to when one is in flight.
+func (l *link) askHost(ctx context.Context, ss *mcp.ServerSession, method string, req mcp.Request) (mcp.Result, error) {
+	if rel := l.related(progressToken(req.GetParams())); rel != nil {
+		res, err := l.p.hostSend(relatedContext{ctx, rel}, method, req)
+		if err == nil || !rejected(err) {
+			return res, err
+		}
+	}
+	return l.p.hostSend(ctx, method, req)
 }
 
 // hostCapabilities are what the host declared at initialize.

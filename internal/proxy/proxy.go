@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,9 +36,18 @@ const upstreamVersion = "2025-11-25"
 type Options struct {
 	Transport TransportFunc
 	Store     ledger.Store
-	// Tenant and Session scope the ledger records and the ledger tools
-	// (defaults "default" and "proxy").
-	Tenant, Session string
+	// Tenant scopes the ledger records and the ledger tools (default
+	// "default").
+	Tenant string
+	// Session names the ledger session of every host session: one agent
+	// behind several connections, shared on purpose, so that a call it
+	// re-plans after reconnecting is recognised. Empty: each host session
+	// is a ledger session of its own, "proxy-" and its MCP session id (a
+	// random id when the transport has none), so the re-planning guard
+	// never crosses from one conversation to another. Either way a host
+	// that names its session in the _meta of initialize (MetaSession)
+	// gets that one.
+	Session string
 	// Policy decides which calls need a person (default confirm.Default()).
 	Policy *confirm.Policy
 	// PolicyFile names the policy's file in the message of a call denied
@@ -98,9 +109,6 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	if p.opts.Tenant == "" {
 		p.opts.Tenant = "default"
 	}
-	if p.opts.Session == "" {
-		p.opts.Session = "proxy"
-	}
 	if p.opts.Policy == nil {
 		p.opts.Policy = confirm.Default()
 	}
@@ -126,13 +134,9 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		p.upstream = ir.ServerInfo.Name
 	}
 	p.trusted = p.opts.Policy.Trusts(p.upstream)
+	// The ledger client comes with the first host session, which names
+	// its ledger session; until then the session waits in pending.
 	first.pending = s
-	c, err := p.ledgerClient(ctx, first)
-	if err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	first.client = c
 	p.first = first
 
 	p.srv = mcp.NewServer(&mcp.Implementation{Name: p.opts.Name, Version: p.opts.Version, Title: p.title()}, p.serverOptions(ir))
@@ -141,8 +145,12 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		return next
 	})
 	p.srv.AddReceivingMiddleware(p.relayMiddleware)
-	planner.AddTools(p.srv, p.opts.Store, func(context.Context, *mcp.CallToolRequest) (string, string, error) {
-		return p.opts.Tenant, p.opts.Session, nil
+	planner.AddTools(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
+		l, err := p.linkFor(ctx, req.Session)
+		if err != nil {
+			return "", "", err
+		}
+		return p.opts.Tenant, l.session, nil
 	})
 	if err := p.syncTools(ctx, first); err != nil {
 		_ = first.close()
@@ -242,7 +250,7 @@ func (p *Proxy) ledgerClient(ctx context.Context, l *link) (*client.Client, erro
 	if p.opts.Client != nil {
 		o = *p.opts.Client
 	}
-	o.Tenant, o.Session, o.Policy = p.opts.Tenant, p.opts.Session, p.opts.Policy
+	o.Tenant, o.Session, o.Policy = p.opts.Tenant, l.session, p.opts.Policy
 	o.Confirmer = &hostConfirmer{terminal: p.opts.Terminal, policyFile: p.opts.PolicyFile}
 	o.TrustedServer = p.trusted
 	if o.Server == "" {
@@ -261,6 +269,10 @@ func (p *Proxy) linkFor(ctx context.Context, ss *mcp.ServerSession) (*link, erro
 	if ss == nil {
 		return nil, errors.New("proxy: request without a host session")
 	}
+	session, err := p.sessionOf(ss)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -271,17 +283,12 @@ func (p *Proxy) linkFor(ctx context.Context, ss *mcp.ServerSession) (*link, erro
 		<-l.ready
 		return l, l.err
 	}
-	if l := p.first; l != nil {
-		p.first = nil
-		l.bind(ss)
-		p.links[ss] = l
-		close(l.ready)
-		p.mu.Unlock()
-		go p.unlinkWhenDone(ss, l)
-		return l, nil
+	l := p.first
+	p.first = nil
+	if l == nil {
+		l = newLink(p)
 	}
-	l := newLink(p)
-	l.bind(ss)
+	l.bind(ss, session)
 	p.links[ss] = l
 	p.mu.Unlock()
 
@@ -305,6 +312,42 @@ func (p *Proxy) linkFor(ctx context.Context, ss *mcp.ServerSession) (*link, erro
 	close(l.ready)
 	go p.unlinkWhenDone(ss, l)
 	return l, nil
+}
+
+// MetaSession is the _meta entry of initialize in which a host may name
+// its ledger session (the key rules apply to the name).
+const MetaSession = "io.github.mcpledger/session"
+
+// sessionOf is the ledger session of host session ss: the one it names,
+// else Options.Session, else its own.
+func (p *Proxy) sessionOf(ss *mcp.ServerSession) (string, error) {
+	if ip := ss.InitializeParams(); ip != nil {
+		if v, ok := ip.Meta[MetaSession]; ok {
+			name, _ := v.(string)
+			if err := ledger.ValidateKey(name); err != nil {
+				return "", fmt.Errorf("proxy: the session named in _meta[%q] of initialize, %#v, breaks the key rules (%v); name it with 1-255 of [A-Za-z0-9._:~-] and reconnect", MetaSession, v, err)
+			}
+			return name, nil
+		}
+	}
+	if p.opts.Session != "" {
+		return p.opts.Session, nil
+	}
+	if id := ss.ID(); id != "" {
+		return "proxy-" + id, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l, ok := p.links[ss]; ok {
+		return l.session, nil
+	}
+	return "proxy-" + randomID(), nil
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }
 
 // unlinkWhenDone closes a link's upstream session when its host session

@@ -24,7 +24,7 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		// Each typed call keeps what the SDK does per protocol version
 		// for the upstream; the host's params pass through as they came.
 		var res mcp.Result
-		l, err := p.onUpstream(ctx, req.GetSession(), func(ctx context.Context, cs *mcp.ClientSession) error {
+		l, err := p.onUpstream(ctx, req.GetSession(), req.GetParams(), func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
 			switch params := req.GetParams().(type) {
 			case *mcp.ListResourcesParams:
@@ -60,13 +60,17 @@ func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // onUpstream runs fn, a request safe to send twice, on the upstream
 // session of the host session s; when that session turns out to be gone
 // (the upstream died), on a new one, so that a host reading resources or
-// prompts need not wait for a tool call to bring the upstream back.
-func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, fn func(context.Context, *mcp.ClientSession) error) (*link, error) {
+// prompts need not wait for a tool call to bring the upstream back. What
+// the upstream sends meanwhile goes with the host's request (params).
+func (p *Proxy) onUpstream(ctx context.Context, s mcp.Session, params mcp.Params, fn func(context.Context, *mcp.ClientSession) error) (*link, error) {
 	l, c, err := p.ledgerFor(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return l, c.Repeatable(ctx, fn)
+	defer l.begin(ctx, params)()
+	err = c.Repeatable(ctx, fn)
+	l.order.settle(ctx)
+	return l, err
 }
 
 // upstreamFor is the upstream session of the host session s, as it is.
@@ -101,7 +105,7 @@ func (p *Proxy) ledgerFor(ctx context.Context, s mcp.Session) (*link, *client.Cl
 
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	var res *mcp.CompleteResult
-	_, err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+	_, err := p.onUpstream(ctx, req.Session, req.Params, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = cs.Complete(ctx, req.Params)
 		return err
@@ -116,7 +120,7 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 // host's subscription too, and the upstream's resources/updated reaches the
 // host through the link.
 func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	l, err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+	l, err := p.onUpstream(ctx, req.Session, req.Params, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Subscribe(ctx, req.Params)
 	})
 	if err != nil {
@@ -127,7 +131,7 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 }
 
 func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	l, err := p.onUpstream(ctx, req.Session, func(ctx context.Context, cs *mcp.ClientSession) error {
+	l, err := p.onUpstream(ctx, req.Session, req.Params, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, req.Params)
 	})
 	if err != nil {

@@ -33,11 +33,7 @@ var ownTools = []string{planner.StatusTool, planner.ListTool}
 // The SDK then serves tools/list and tells every host session when the
 // list changed.
 func (p *Proxy) syncTools(ctx context.Context, l *link) error {
-	c := l.ledger()
-	if c == nil {
-		return fmt.Errorf("proxy: listing the upstream's tools: %w", mcp.ErrConnectionClosed)
-	}
-	cs := c.Session()
+	cs := l.upstream()
 	if cs == nil {
 		return fmt.Errorf("proxy: listing the upstream's tools: %w", mcp.ErrConnectionClosed)
 	}
@@ -124,6 +120,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if c == nil {
 		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
+	defer l.begin(ctx, req.Params)()
 	params := &mcp.CallToolParams{Name: req.Params.Name, Meta: maps.Clone(req.Params.Meta)}
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
@@ -135,6 +132,8 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		ctx = client.WithKey(ctx, key)
 	}
 	out, err := c.Call(withRequest(ctx, req), params)
+	// What the upstream sent before its answer goes before the proxy's.
+	l.order.settle(ctx)
 	if err != nil {
 		if keyed {
 			if je := wireError(err); je != nil {
