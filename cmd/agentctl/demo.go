@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/examples/payments/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
@@ -117,7 +118,7 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 // policy approves its payments for the rest of the session.
 func (a *app) demoConfirmer() confirm.Confirmer {
 	if stdinKind(a.io.In) == stdinTerminal {
-		return &confirm.Terminal{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
 	}
 	return confirm.Static{Answer: confirm.Answer{
 		Decision: ledger.DecisionApprovedSession, By: "demo policy",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/internal/proxy"
 )
 
@@ -119,7 +120,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		PolicyFile: f.policy,
 		// The controlling terminal, never stdin and stdout: over stdio
 		// they carry the host's MCP stream.
-		Terminal: &confirm.Terminal{Accessible: a.getenv("ACCESSIBLE") != ""},
+		Terminal: &terminal.Prompt{Accessible: a.getenv("ACCESSIBLE") != ""},
 		Name:     "agentctl-proxy",
 		Version:  version,
 		Client:   copts,

@@ -1,4 +1,4 @@
-package telemetry_test
+package prometheus_test
 
 import (
 	"context"
@@ -8,15 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/telemetry/prometheus"
 )
 
-func TestServePrometheus(t *testing.T) {
+// key is a key the scrape must never show.
+const key = "order-7f3a-secret-key"
+
+func TestServe(t *testing.T) {
 	ctx := context.Background()
-	prom, err := telemetry.ServePrometheus(ctx, "127.0.0.1:0")
+	prom, err := prometheus.Serve(ctx, "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("ServePrometheus = %v", err)
+		t.Fatalf("Serve = %v", err)
 	}
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -25,10 +29,15 @@ func TestServePrometheus(t *testing.T) {
 			t.Errorf("Shutdown = %v", err)
 		}
 	})
-	r := newRig(t, nil)
-	c := r.newClient(openStore(t, nil), &client.Options{MeterProvider: prom.Provider})
-	mustCall(t, c, keyed(), 5)
-	mustCall(t, c, keyed(), 5)
+	// Two calls of "pay" observed by the telemetry of a client: one ran,
+	// one was answered by a replay.
+	tel := telemetry.New(ledger.SideClient, &telemetry.Options{MeterProvider: prom.Provider})
+	_, ran := tel.Start(ctx, "pay")
+	ran.Executed()
+	ran.SetAttempts(1)
+	ran.End(ctx, telemetry.Result{Outcome: ledger.OutcomeSucceeded, Key: key, State: ledger.StateSucceeded})
+	_, replay := tel.Start(ctx, "pay")
+	replay.End(ctx, telemetry.Result{Outcome: ledger.OutcomeReplayed, Key: key, State: ledger.StateSucceeded, Duplicate: true})
 
 	body := scrape(t, prom.URL())
 	for _, want := range []string{
@@ -49,11 +58,11 @@ func TestServePrometheus(t *testing.T) {
 	}
 }
 
-func TestServePrometheusStopsWithItsContext(t *testing.T) {
+func TestServeStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	prom, err := telemetry.ServePrometheus(ctx, "127.0.0.1:0")
+	prom, err := prometheus.Serve(ctx, "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("ServePrometheus = %v", err)
+		t.Fatalf("Serve = %v", err)
 	}
 	scrape(t, prom.URL())
 	cancel()
@@ -66,19 +75,19 @@ func TestServePrometheusStopsWithItsContext(t *testing.T) {
 	}
 }
 
-func TestServePrometheusRefusesABusyAddress(t *testing.T) {
-	prom, err := telemetry.ServePrometheus(context.Background(), "127.0.0.1:0")
+func TestServeRefusesABusyAddress(t *testing.T) {
+	prom, err := prometheus.Serve(context.Background(), "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("ServePrometheus = %v", err)
+		t.Fatalf("Serve = %v", err)
 	}
 	t.Cleanup(func() {
 		if err := prom.Shutdown(context.Background()); err != nil {
 			t.Errorf("Shutdown = %v", err)
 		}
 	})
-	if second, err := telemetry.ServePrometheus(context.Background(), prom.Addr()); err == nil {
+	if second, err := prometheus.Serve(context.Background(), prom.Addr()); err == nil {
 		second.Shutdown(context.Background())
-		t.Fatalf("ServePrometheus(%s) on a busy address = nil error; want one", prom.Addr())
+		t.Fatalf("Serve(%s) on a busy address = nil error; want one", prom.Addr())
 	}
 }
 
