@@ -11,3 +11,6 @@ func Commits(s *Store) int64 { return s.commits.Load() }
 // DriverName is the database/sql name of the build's driver (see Driver),
 // for tests that write a file by hand.
 const DriverName = driverName
+
+// CountUnknownQuery is the statement behind Store.CountUnknown.
+const CountUnknownQuery = countUnknown

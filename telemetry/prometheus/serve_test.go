@@ -40,14 +40,18 @@ func TestServe(t *testing.T) {
 	replay.End(ctx, telemetry.Result{Outcome: ledger.OutcomeReplayed, Key: key, State: ledger.StateSucceeded, Duplicate: true})
 
 	body := scrape(t, prom.URL())
+	const scope = `otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="` + telemetry.SchemaURL + `",otel_scope_version=""`
 	for _, want := range []string{
 		`# TYPE mcpledger_calls_total counter`,
-		`mcpledger_calls_total{otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="",otel_scope_version="",outcome="succeeded",side="client",tool="pay"} 1`,
-		`mcpledger_calls_total{otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="",otel_scope_version="",outcome="replayed",side="client",tool="pay"} 1`,
-		`mcpledger_duplicate_hits_total{otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="",otel_scope_version="",side="client",state="SUCCEEDED",tool="pay"} 1`,
+		`mcpledger_calls_total{gen_ai_tool_name="pay",mcpledger_outcome="succeeded",mcpledger_side="client",` + scope + `} 1`,
+		`mcpledger_calls_total{gen_ai_tool_name="pay",mcpledger_outcome="replayed",mcpledger_side="client",` + scope + `} 1`,
+		`mcpledger_duplicate_hits_total{gen_ai_tool_name="pay",mcpledger_side="client",mcpledger_state="SUCCEEDED",` + scope + `} 1`,
 		`# TYPE mcpledger_replay_duration_seconds histogram`,
-		`mcpledger_replay_duration_seconds_count{otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="",otel_scope_version="",side="client",tool="pay"} 1`,
-		`mcpledger_call_attempts_count{otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="",otel_scope_version="",side="client",tool="pay"} 1`,
+		`mcpledger_replay_duration_seconds_count{gen_ai_tool_name="pay",mcpledger_side="client",` + scope + `} 1`,
+		`mcpledger_call_attempts_count{gen_ai_tool_name="pay",mcpledger_side="client",` + scope + `} 1`,
+		`# TYPE mcp_client_operation_duration_seconds histogram`,
+		`mcp_client_operation_duration_seconds_count{gen_ai_operation_name="execute_tool",gen_ai_tool_name="pay",mcp_method_name="tools/call",mcpledger_outcome="succeeded",` + scope + `} 1`,
+		`mcpledger_execution_duration_seconds_count{gen_ai_tool_name="pay",mcpledger_outcome="succeeded",mcpledger_side="client",` + scope + `} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %s\n--- scrape:\n%s", want, body)
