@@ -103,6 +103,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		Session:   f.session,
 		Policy:    policy,
 		Confirmer: a.confirmer(f.yes),
+		Logger:    a.logger(),
 	})
 	if err != nil {
 		return withCode(exitUnreachable, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -124,7 +123,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		Name:     "agentctl-proxy",
 		Version:  version,
 		Client:   copts,
-		Logger:   slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:   a.logger(),
 	})
 	if err != nil {
 		// Nothing was sent to any tool: running again once it is fixed is safe.
