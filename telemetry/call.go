@@ -167,8 +167,9 @@ func (c *Call) End(ctx context.Context, r Result) {
 	if c.bypass.Load() {
 		return
 	}
-	a := c.attrs
+	a, key := c.attrs, attrsKey{tool: c.tool}
 	if s := c.session.Load(); s != nil && s.protocol != "" {
+		key.protocol = s.protocol
 		a = t.attrs(c.tool, s.protocol)
 	}
 	toolKV := AttrTool.String(c.tool)
@@ -182,7 +183,7 @@ func (c *Call) End(ctx context.Context, r Result) {
 	// client, only calls that sent one (a replay from the client's own
 	// ledger made no MCP request).
 	if t.side == ledger.SideServer || attempts > 0 {
-		t.operationDuration.Record(ctx, elapsed.Seconds(), option(a.ops, r.Outcome, operationAttrs(attrsKey{c.tool, ""}, r.Outcome)...))
+		t.operationDuration.Record(ctx, elapsed.Seconds(), option(a.ops, r.Outcome, operationAttrs(key, r.Outcome)...))
 	}
 	t.calls.Add(ctx, 1, option(a.calls, r.Outcome, toolKV, t.sideKV, AttrOutcome.String(string(r.Outcome))))
 	switch r.Outcome {

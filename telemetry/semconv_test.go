@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -244,5 +246,39 @@ func TestUnknownGauge(t *testing.T) {
 	}
 	if _, n := gauge(); n != 0 {
 		t.Errorf("gauge after Close has %d points; want none (the store is no longer asked)", n)
+	}
+}
+
+// TestUnknownGaugeFailedCount: a store that cannot count (here, closed)
+// gives the gauge no value for that collection, never a wrong zero, and
+// the error goes to the OpenTelemetry error handler.
+func TestUnknownGaugeFailedCount(t *testing.T) {
+	ctx := context.Background()
+	var handled []error
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { handled = append(handled, err) }))
+	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	store := openStore(t, nil)
+	tel := telemetry.New(ledger.SideClient, &telemetry.Options{MeterProvider: mp, Unknown: store})
+	t.Cleanup(func() { tel.Close(ctx) })
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatalf("Collect = %v", err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == telemetry.MetricUnknownOpen && len(m.Data.(metricdata.Gauge[int64]).DataPoints) > 0 {
+				t.Errorf("gauge of a store that cannot count = %+v; want no point", m.Data)
+			}
+		}
+	}
+	if len(handled) != 1 || !strings.Contains(handled[0].Error(), telemetry.MetricUnknownOpen) {
+		t.Errorf("errors handled = %v; want one naming %s", handled, telemetry.MetricUnknownOpen)
 	}
 }
