@@ -143,6 +143,7 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 			actx, cancel = context.WithTimeout(ctx, c.opts.AttemptTimeout)
 		}
 		attempts++
+		telemetry.CallFrom(ctx).SetSession(sessionOf(s))
 		p := c.params(op, keyed)
 		telemetry.Inject(ctx, p.Meta)
 		r, callErr := s.CallTool(actx, p)

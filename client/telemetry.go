@@ -26,6 +26,9 @@ func newTelemetry(store ledger.Store, o Options, log *slog.Logger) *telemetry.Te
 	if el, ok := store.(ledger.EventLog); ok {
 		to.Events = el
 	}
+	if uc, ok := store.(telemetry.UnknownCounter); ok {
+		to.Unknown = uc
+	}
 	return telemetry.New(ledger.SideClient, to)
 }
 
@@ -109,4 +112,13 @@ func outcomeOf(o *Outcome, err error) ledger.Outcome {
 		return ledger.OutcomeFailed
 	}
 	return ledger.OutcomeError
+}
+
+// sessionOf is what telemetry reports of the session a request went
+// through: its id and the negotiated protocol version.
+func sessionOf(s *mcp.ClientSession) (id, protocolVersion string) {
+	if r := s.InitializeResult(); r != nil {
+		protocolVersion = r.ProtocolVersion
+	}
+	return s.ID(), protocolVersion
 }

@@ -88,7 +88,7 @@ func (s Static) Confirm(ctx context.Context, req Request) (Answer, error) {
 // ErrNoConfirmer passes the question on. Nil entries are skipped. When none
 // is available the chain returns ErrNoConfirmer, and the caller denies.
 //
-//	c := confirm.Chain(confirm.ElicitFor(req), &confirm.Terminal{})
+//	c := confirm.Chain(confirm.ElicitFor(req), &terminal.Prompt{}) // package confirm/terminal
 func Chain(cs ...Confirmer) Confirmer {
 	return chain(cs)
 }

@@ -52,14 +52,13 @@ func TestChain(t *testing.T) {
 	approve := Answer{Decision: ledger.DecisionApproved, By: "second"}
 	unavailable := func() (Answer, error) { return Answer{}, ErrNoConfirmer }
 	boom := errors.New("boom")
-	var nilTerminal *Terminal
 	var nilElicit *Elicit
 
 	t.Run("falls through to the first available", func(t *testing.T) {
 		first := &counting{fn: unavailable}
 		second := &counting{fn: func() (Answer, error) { return approve, nil }}
 		third := &counting{fn: func() (Answer, error) { return Answer{}, boom }}
-		got, err := Chain(nil, nilTerminal, nilElicit, first, second, third).Confirm(context.Background(), Request{})
+		got, err := Chain(nil, nilElicit, first, second, third).Confirm(context.Background(), Request{})
 		if err != nil || got != approve {
 			t.Errorf("Chain.Confirm = %+v, %v; want %+v", got, err, approve)
 		}

@@ -7,9 +7,10 @@
 // deleting, paying or sending; Load reads a JSON policy file and rejects
 // anything malformed with its line and column.
 //
-// A Confirmer asks: Terminal (a huh form, or plain prompts in accessible
-// mode), Elicit (the MCP host, through elicitation/create), Static (tests
-// and --yes). Chain takes the first that can ask; when none can, the caller
+// A Confirmer asks: Elicit (the MCP host, through elicitation/create),
+// Static (tests and --yes), and terminal.Prompt (a huh form, or plain
+// prompts in accessible mode) in package confirm/terminal, kept apart so
+// that importing confirm brings no terminal UI library. Chain takes the first that can ask; when none can, the caller
 // denies with ErrNoConfirmer, whose message names --yes and the policy file.
 //
 //	policy, err := confirm.Load("policy.json")
@@ -18,7 +19,7 @@
 //	}
 //	tool := confirm.Tool{Name: "create_payment", Server: "payments"}
 //	if policy.Decide(tool) == confirm.Ask {
-//		c := confirm.Chain(confirm.ElicitFor(callReq), &confirm.Terminal{})
+//		c := confirm.Chain(confirm.ElicitFor(callReq), &terminal.Prompt{})
 //		answer, err := c.Confirm(ctx, confirm.Request{Tool: tool.Name, Server: tool.Server, Key: key})
 //		if errors.Is(err, confirm.ErrNoConfirmer) {
 //			// deny: nobody to ask

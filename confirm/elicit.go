@@ -87,6 +87,14 @@ func (e *InputRequiredError) Is(target error) bool { return target == ErrInputRe
 // compare as strings (the SDK does the same).
 const multiRoundTripVersion = "2026-07-28"
 
+// The choices, as the elicitation enum (package confirm/terminal uses the
+// same values for its form).
+const (
+	choiceOnce    = "approve_once"
+	choiceSession = "approve_session"
+	choiceDeny    = "deny"
+)
+
 // Confirm asks the host, or reads the answer it already gave.
 func (e *Elicit) Confirm(ctx context.Context, req Request) (Answer, error) {
 	if e == nil || e.Session == nil {

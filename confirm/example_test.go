@@ -3,7 +3,6 @@ package confirm_test
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
@@ -54,23 +53,10 @@ func ExampleParse() {
 	// confirm: policy:1:36: rules[0].action: "alow" is not allow, ask or deny
 }
 
-func ExampleTerminal() {
-	// Accessible mode answers over any reader: "3" denies, then the reason.
-	var screen strings.Builder
-	term := &confirm.Terminal{In: strings.NewReader("3\nwrong amount\n"), Out: &screen, Accessible: true, User: "alice"}
-	answer, err := term.Confirm(context.Background(), confirm.Request{
-		Server: "payments", Tool: "create_payment", Key: "order-42",
-		Arguments: []byte(`{"amount":1250}`),
-	})
-	fmt.Println(answer.Decision, answer.By, answer.Reason, err)
-	// Output:
-	// denied terminal:alice wrong amount <nil>
-}
-
 func ExampleChain() {
 	// No terminal and no elicitation-capable host: the chain says so and
 	// the caller denies. With --yes, a Static answer sits at the end.
-	var nobody *confirm.Terminal
+	var nobody *confirm.Elicit
 	yes := confirm.Static{Answer: confirm.Answer{Decision: ledger.DecisionApproved, Reason: "--yes"}}
 
 	_, err := confirm.Chain(nobody).Confirm(context.Background(), confirm.Request{Tool: "create_payment"})

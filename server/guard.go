@@ -101,6 +101,7 @@ func (g *Guard) callTool(ctx context.Context, next mcp.MethodHandler, req *mcp.C
 		return next(ctx, "tools/call", req)
 	}
 	ctx, tc := g.tel.Start(telemetry.Extract(ctx, req.Params.Meta), req.Params.Name)
+	tc.SetSession(sessionOf(req))
 	c, err := g.prepare(ctx, req, tool, pol)
 	var res mcp.Result
 	if err == nil {

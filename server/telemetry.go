@@ -22,6 +22,9 @@ func newTelemetry(store ledger.Store, o Options) *telemetry.Telemetry {
 	if el, ok := store.(ledger.EventLog); ok {
 		to.Events = el
 	}
+	if uc, ok := store.(telemetry.UnknownCounter); ok {
+		to.Unknown = uc
+	}
 	return telemetry.New(ledger.SideServer, to)
 }
 
@@ -86,4 +89,13 @@ func result(tc *telemetry.Call, c *call, res mcp.Result, err error) telemetry.Re
 		r.Outcome = ledger.OutcomeError
 	}
 	return r
+}
+
+// sessionOf is what telemetry reports of the session a request came
+// through: its id and the negotiated protocol version.
+func sessionOf(req *mcp.CallToolRequest) (id, protocolVersion string) {
+	if req.Session != nil {
+		id = req.Session.ID()
+	}
+	return id, req.ProtocolVersion()
 }

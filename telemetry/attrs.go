@@ -8,8 +8,8 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// maxCachedTools bounds the per-tool cache; calls of tools past it build
-// their attribute sets each time.
+// maxCachedTools bounds the per-tool (and protocol version) cache; calls
+// of tools past it build their attribute sets each time.
 const maxCachedTools = 1024
 
 // outcomes lists every outcome, to build their attribute sets up front.
@@ -19,9 +19,10 @@ var outcomes = []ledger.Outcome{
 	ledger.OutcomeInvalid, ledger.OutcomeError,
 }
 
-// toolAttrs are the attribute sets of one tool on one side, built once:
-// an attribute set costs allocations, and a replay answered from the
-// ledger in tens of microseconds should not spend them on its metrics.
+// toolAttrs are the attribute sets of one tool on one side (and one
+// negotiated protocol version), built once: an attribute set costs
+// allocations, and a replay answered from the ledger in tens of
+// microseconds should not spend them on its metrics.
 type toolAttrs struct {
 	spanName  string
 	spanStart []trace.SpanStartOption
@@ -29,25 +30,37 @@ type toolAttrs struct {
 	calls     map[ledger.Outcome]metric.MeasurementOption
 	dups      map[ledger.Outcome]metric.MeasurementOption
 	hits      map[ledger.State]metric.MeasurementOption
+	// ops are the operation duration's sets (the semantic conventions'
+	// attributes and the outcome), exec the execution duration's.
+	ops  map[ledger.Outcome]metric.MeasurementOption
+	exec map[ledger.Outcome]metric.MeasurementOption
 }
 
-func (t *Telemetry) newToolAttrs(tool string) *toolAttrs {
-	toolKV := AttrTool.String(tool)
+// attrsKey names a cached toolAttrs.
+type attrsKey struct{ tool, protocol string }
+
+func (t *Telemetry) newToolAttrs(k attrsKey) *toolAttrs {
+	toolKV := AttrTool.String(k.tool)
 	kind := trace.SpanKindClient
 	if t.side == ledger.SideServer {
 		kind = trace.SpanKindServer
 	}
 	a := &toolAttrs{
-		spanName: "tools/call " + tool,
+		spanName: "tools/call " + k.tool,
 		spanStart: []trace.SpanStartOption{trace.WithSpanKind(kind),
-			trace.WithAttributes(AttrMethod.String("tools/call"), toolKV, t.sideKV)},
+			trace.WithAttributes(methodKV, operationKV, toolKV, t.sideKV)},
 		base:  metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV)),
 		calls: make(map[ledger.Outcome]metric.MeasurementOption, len(outcomes)),
 		dups:  make(map[ledger.Outcome]metric.MeasurementOption, 3),
 		hits:  make(map[ledger.State]metric.MeasurementOption, len(ledger.States)),
+		ops:   make(map[ledger.Outcome]metric.MeasurementOption, len(outcomes)),
+		exec:  make(map[ledger.Outcome]metric.MeasurementOption, len(outcomes)),
 	}
 	for _, o := range outcomes {
-		a.calls[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, AttrOutcome.String(string(o))))
+		outKV := AttrOutcome.String(string(o))
+		a.calls[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, outKV))
+		a.exec[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, outKV))
+		a.ops[o] = metric.WithAttributeSet(attribute.NewSet(operationAttrs(k, o)...))
 	}
 	for _, o := range []ledger.Outcome{ledger.OutcomeReplayed, ledger.OutcomeInProgress, ledger.OutcomeUnknown} {
 		a.dups[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, AttrReason.String(string(o))))
@@ -58,16 +71,46 @@ func (t *Telemetry) newToolAttrs(tool string) *toolAttrs {
 	return a
 }
 
-// attrs returns the cached attribute sets of tool.
-func (t *Telemetry) attrs(tool string) *toolAttrs {
-	if a, ok := t.tools.Load(tool); ok {
+// operationAttrs are the attributes of an operation duration: those of
+// the MCP semantic conventions, and the outcome.
+func operationAttrs(k attrsKey, o ledger.Outcome) []attribute.KeyValue {
+	kvs := []attribute.KeyValue{methodKV, operationKV, AttrTool.String(k.tool), AttrOutcome.String(string(o))}
+	if k.protocol != "" {
+		kvs = append(kvs, AttrProtocolVersion.String(k.protocol))
+	}
+	if e := errorType(o); e != "" {
+		kvs = append(kvs, AttrErrorType.String(e))
+	}
+	return kvs
+}
+
+// errorType is the error.type of an outcome, empty when the call got the
+// tool's answer. The MCP semantic conventions name a tool that said no
+// (isError) "tool_error"; the other failures are named by their outcome.
+func errorType(o ledger.Outcome) string {
+	switch o {
+	case ledger.OutcomeSucceeded, ledger.OutcomeReplayed:
+		return ""
+	case ledger.OutcomeFailed:
+		return "tool_error"
+	case ledger.OutcomeError:
+		return "_OTHER"
+	}
+	return string(o)
+}
+
+// attrs returns the cached attribute sets of tool, with protocol as the
+// negotiated protocol version (empty when unknown).
+func (t *Telemetry) attrs(tool, protocol string) *toolAttrs {
+	k := attrsKey{tool, protocol}
+	if a, ok := t.tools.Load(k); ok {
 		return a.(*toolAttrs)
 	}
-	a := t.newToolAttrs(tool)
+	a := t.newToolAttrs(k)
 	if t.toolCount.Load() >= maxCachedTools {
 		return a
 	}
-	if got, loaded := t.tools.LoadOrStore(tool, a); loaded {
+	if got, loaded := t.tools.LoadOrStore(k, a); loaded {
 		return got.(*toolAttrs)
 	}
 	t.toolCount.Add(1)

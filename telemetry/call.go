@@ -33,7 +33,11 @@ type Call struct {
 	bypass   atomic.Bool
 	ended    atomic.Bool
 	attempts atomic.Int64
+	session  atomic.Pointer[session]
 }
+
+// session is what SetSession recorded.
+type session struct{ id, protocol string }
 
 type callKey struct{}
 
@@ -41,7 +45,7 @@ type callKey struct{}
 // on the client side, a server span on the server side, child of whatever
 // span ctx carries) and returns ctx holding both.
 func (t *Telemetry) Start(ctx context.Context, tool string) (context.Context, *Call) {
-	a := t.attrs(tool)
+	a := t.attrs(tool, "")
 	ctx, span := t.tracer.Start(ctx, a.spanName, a.spanStart...)
 	c := &Call{t: t, span: span, tool: tool, start: t.now(), attrs: a}
 	return context.WithValue(ctx, callKey{}, c), c
@@ -82,6 +86,26 @@ func (c *Call) Executed() {
 		return
 	}
 	c.executed.Store(true)
+}
+
+// SetSession records the MCP session the call went through: its id
+// (mcp.session.id on the span; empty for transports without one) and the
+// negotiated protocol version (mcp.protocol.version on the span and the
+// operation duration). A call that reconnected reports its last session.
+func (c *Call) SetSession(id, protocolVersion string) {
+	if c == nil {
+		return
+	}
+	if old := c.session.Load(); old != nil && old.id == id && old.protocol == protocolVersion {
+		return
+	}
+	c.session.Store(&session{id: id, protocol: protocolVersion})
+	if id != "" {
+		c.span.SetAttributes(AttrSessionID.String(id))
+	}
+	if protocolVersion != "" {
+		c.span.SetAttributes(AttrProtocolVersion.String(protocolVersion))
+	}
 }
 
 // SetAttempts records how many requests the call sent.
@@ -136,14 +160,31 @@ func (c *Call) End(ctx context.Context, r Result) {
 		c.span.SetAttributes(AttrAttempts.Int(attempts))
 	}
 	if failed(r.Outcome) {
+		c.span.SetAttributes(AttrErrorType.String(errorType(r.Outcome)))
 		c.span.SetStatus(codes.Error, string(r.Outcome))
 	}
 	defer c.span.End()
 	if c.bypass.Load() {
 		return
 	}
-	a := c.attrs
+	a, key := c.attrs, attrsKey{tool: c.tool}
+	if s := c.session.Load(); s != nil && s.protocol != "" {
+		key.protocol = s.protocol
+		a = t.attrs(c.tool, s.protocol)
+	}
 	toolKV := AttrTool.String(c.tool)
+	// Ran: the call executed the tool rather than answering from the
+	// ledger (client: it sent a request; server: the handler ran).
+	ran := c.executed.Load() || (t.side == ledger.SideClient && attempts > 0)
+	if ran {
+		t.executionDuration.Record(ctx, elapsed.Seconds(), option(a.exec, r.Outcome, toolKV, t.sideKV, AttrOutcome.String(string(r.Outcome))))
+	}
+	// The MCP operation: every request the server answered; on the
+	// client, only calls that sent one (a replay from the client's own
+	// ledger made no MCP request).
+	if t.side == ledger.SideServer || attempts > 0 {
+		t.operationDuration.Record(ctx, elapsed.Seconds(), option(a.ops, r.Outcome, operationAttrs(key, r.Outcome)...))
+	}
 	t.calls.Add(ctx, 1, option(a.calls, r.Outcome, toolKV, t.sideKV, AttrOutcome.String(string(r.Outcome))))
 	switch r.Outcome {
 	case ledger.OutcomeReplayed:

@@ -1,14 +1,15 @@
 // Package telemetry is the observability of mcpledger: the OpenTelemetry
 // instruments and spans of tool calls through the ledger, W3C trace context
-// carried in _meta from client to server, the per-call events behind
-// "agentctl ledger stats", and a Prometheus endpoint.
+// carried in _meta from client to server, and the per-call events behind
+// "agentctl ledger stats".
 //
-// It is written against the OpenTelemetry API only, so a program plugs in
-// its own exporters by giving a MeterProvider and a TracerProvider to
-// client.Options or server.Options (the global providers when nil). To
-// serve Prometheus text instead:
+// It is written against the OpenTelemetry API only (no SDK, no exporter),
+// so a program plugs in its own exporters by giving a MeterProvider and a
+// TracerProvider to client.Options or server.Options (the global providers
+// when nil). To serve Prometheus text instead, package
+// telemetry/prometheus has an endpoint:
 //
-//	prom, err := telemetry.ServePrometheus(ctx, "127.0.0.1:9464")
+//	prom, err := prometheus.Serve(ctx, "127.0.0.1:9464")
 //	if err != nil {
 //		return err
 //	}

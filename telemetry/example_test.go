@@ -79,7 +79,7 @@ func Example() {
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 				outcome, _ := dp.Attributes.Value(telemetry.AttrOutcome)
-				lines = append(lines, fmt.Sprintf("%s{outcome=%s} %d", m.Name, outcome.Emit(), dp.Value))
+				lines = append(lines, fmt.Sprintf("%s{%s=%s} %d", m.Name, telemetry.AttrOutcome, outcome.Emit(), dp.Value))
 			}
 		}
 	}
@@ -93,7 +93,7 @@ func Example() {
 	}
 	fmt.Printf("from the ledger: %d calls, duplicate hit rate %.0f%%\n", st.Calls, 100*st.DuplicateHitRate())
 	// Output:
-	// mcpledger.calls{outcome=replayed} 2
-	// mcpledger.calls{outcome=succeeded} 1
+	// mcpledger.calls{mcpledger.outcome=replayed} 2
+	// mcpledger.calls{mcpledger.outcome=succeeded} 1
 	// from the ledger: 3 calls, duplicate hit rate 67%
 }

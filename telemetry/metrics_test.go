@@ -109,9 +109,9 @@ func TestInstruments(t *testing.T) {
 			name: "fresh call",
 			run:  func(t *testing.T, r *rig) { mustCall(t, r.client, keyed(), 5) },
 			want: []want{
-				{telemetry.MetricCalls, []string{"tool=pay", "side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"tool=pay", "side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricAttempts, []string{"tool=pay", "side=client"}, 1},
+				{telemetry.MetricCalls, []string{"gen_ai.tool.name=pay", "mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"gen_ai.tool.name=pay", "mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricAttempts, []string{"gen_ai.tool.name=pay", "mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -123,9 +123,9 @@ func TestInstruments(t *testing.T) {
 				}
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=failed"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=failed"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=failed"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=failed"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -137,12 +137,12 @@ func TestInstruments(t *testing.T) {
 				}
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=client", "outcome=replayed"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricDuplicateHits, []string{"tool=pay", "side=client", "state=SUCCEEDED"}, 1},
-				{telemetry.MetricReplayDuration, []string{"tool=pay", "side=client"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=replayed"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricDuplicateHits, []string{"gen_ai.tool.name=pay", "mcpledger.side=client", "mcpledger.state=SUCCEEDED"}, 1},
+				{telemetry.MetricReplayDuration, []string{"gen_ai.tool.name=pay", "mcpledger.side=client"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -156,13 +156,13 @@ func TestInstruments(t *testing.T) {
 				}
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 2},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=replayed"}, 1},
-				{telemetry.MetricDuplicateHits, []string{"side=server", "state=SUCCEEDED"}, 1},
-				{telemetry.MetricDownstreamDuplicates, []string{"tool=pay", "side=server", "reason=replayed"}, 1},
-				{telemetry.MetricReplayDuration, []string{"side=server"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 2},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 2},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=replayed"}, 1},
+				{telemetry.MetricDuplicateHits, []string{"mcpledger.side=server", "mcpledger.state=SUCCEEDED"}, 1},
+				{telemetry.MetricDownstreamDuplicates, []string{"gen_ai.tool.name=pay", "mcpledger.side=server", "mcpledger.reason=replayed"}, 1},
+				{telemetry.MetricReplayDuration, []string{"mcpledger.side=server"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 2},
 			},
 		},
 		{
@@ -172,11 +172,11 @@ func TestInstruments(t *testing.T) {
 				callErr(t, r.client, keyed(), 6, ledger.ErrKeyReused)
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=client", "outcome=key_conflict"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricKeyConflicts, []string{"tool=pay", "side=client"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=key_conflict"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricKeyConflicts, []string{"gen_ai.tool.name=pay", "mcpledger.side=client"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -186,13 +186,13 @@ func TestInstruments(t *testing.T) {
 				callErr(t, r.newClient(openStore(t, nil), nil), keyed(), 6, ledger.ErrKeyReused)
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=client", "outcome=key_conflict"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=key_conflict"}, 1},
-				{telemetry.MetricKeyConflicts, []string{"side=client"}, 1},
-				{telemetry.MetricKeyConflicts, []string{"side=server"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 2},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=key_conflict"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=key_conflict"}, 1},
+				{telemetry.MetricKeyConflicts, []string{"mcpledger.side=client"}, 1},
+				{telemetry.MetricKeyConflicts, []string{"mcpledger.side=server"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 2},
 			},
 		},
 		{
@@ -213,13 +213,13 @@ func TestInstruments(t *testing.T) {
 				}
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=client", "outcome=replayed"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricInProgressWaits, []string{"tool=pay", "side=client"}, 1},
-				{telemetry.MetricDuplicateHits, []string{"side=client"}, 1},
-				{telemetry.MetricReplayDuration, []string{"side=client"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=replayed"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricInProgressWaits, []string{"gen_ai.tool.name=pay", "mcpledger.side=client"}, 1},
+				{telemetry.MetricDuplicateHits, []string{"mcpledger.side=client"}, 1},
+				{telemetry.MetricReplayDuration, []string{"mcpledger.side=client"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -234,12 +234,12 @@ func TestInstruments(t *testing.T) {
 				wait()
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=client", "outcome=in_progress"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricInProgressWaits, []string{"side=client"}, 1},
-				{telemetry.MetricInProgressTimeouts, []string{"tool=pay", "side=client"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=in_progress"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricInProgressWaits, []string{"mcpledger.side=client"}, 1},
+				{telemetry.MetricInProgressTimeouts, []string{"gen_ai.tool.name=pay", "mcpledger.side=client"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -255,14 +255,14 @@ func TestInstruments(t *testing.T) {
 				wait()
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=client", "outcome=not_sent"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=succeeded"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=in_progress"}, 2},
-				{telemetry.MetricInProgressWaits, []string{"side=server"}, 2},
-				{telemetry.MetricInProgressTimeouts, []string{"side=server"}, 2},
-				{telemetry.MetricDownstreamDuplicates, []string{"side=server", "reason=in_progress"}, 2},
-				{telemetry.MetricAttempts, []string{"side=client"}, 2},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=not_sent"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=succeeded"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=in_progress"}, 2},
+				{telemetry.MetricInProgressWaits, []string{"mcpledger.side=server"}, 2},
+				{telemetry.MetricInProgressTimeouts, []string{"mcpledger.side=server"}, 2},
+				{telemetry.MetricDownstreamDuplicates, []string{"mcpledger.side=server", "mcpledger.reason=in_progress"}, 2},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 2},
 			},
 		},
 		{
@@ -276,12 +276,12 @@ func TestInstruments(t *testing.T) {
 				callErr(t, r.newClient(openStore(t, nil), nil), keyed(), 5, client.ErrOutcomeUnknown)
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=unknown"}, 3},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=unknown"}, 3},
-				{telemetry.MetricUnknown, []string{"tool=pay", "side=server", "reason=panic"}, 1},
-				{telemetry.MetricUnknown, []string{"tool=pay", "side=client", "reason=server_outcome_unknown"}, 3},
-				{telemetry.MetricDownstreamDuplicates, []string{"side=server", "reason=unknown"}, 2},
-				{telemetry.MetricAttempts, []string{"side=client"}, 3},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=unknown"}, 3},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=unknown"}, 3},
+				{telemetry.MetricUnknown, []string{"gen_ai.tool.name=pay", "mcpledger.side=server", "mcpledger.reason=panic"}, 1},
+				{telemetry.MetricUnknown, []string{"gen_ai.tool.name=pay", "mcpledger.side=client", "mcpledger.reason=server_outcome_unknown"}, 3},
+				{telemetry.MetricDownstreamDuplicates, []string{"mcpledger.side=server", "mcpledger.reason=unknown"}, 2},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 3},
 			},
 		},
 		{
@@ -301,7 +301,7 @@ func TestInstruments(t *testing.T) {
 				}
 			},
 			want: []want{
-				{telemetry.MetricUnknown, []string{"side=server", "reason=lease_expired", "tool="}, 1},
+				{telemetry.MetricUnknown, []string{"mcpledger.side=server", "mcpledger.reason=lease_expired", "gen_ai.tool.name="}, 1},
 			},
 		},
 		{
@@ -327,13 +327,13 @@ func TestInstruments(t *testing.T) {
 				}
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=unknown"}, 1},
-				{telemetry.MetricCalls, []string{"side=server", "outcome=unknown"}, 1},
-				{telemetry.MetricInProgressWaits, []string{"side=server"}, 1},
-				{telemetry.MetricUnknown, []string{"side=server", "reason=lease_expired", "tool="}, 1},
-				{telemetry.MetricUnknown, []string{"side=client", "reason=server_outcome_unknown"}, 1},
-				{telemetry.MetricDownstreamDuplicates, []string{"side=server", "reason=unknown"}, 1},
-				{telemetry.MetricAttempts, []string{"side=client"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=unknown"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=server", "mcpledger.outcome=unknown"}, 1},
+				{telemetry.MetricInProgressWaits, []string{"mcpledger.side=server"}, 1},
+				{telemetry.MetricUnknown, []string{"mcpledger.side=server", "mcpledger.reason=lease_expired", "gen_ai.tool.name="}, 1},
+				{telemetry.MetricUnknown, []string{"mcpledger.side=client", "mcpledger.reason=server_outcome_unknown"}, 1},
+				{telemetry.MetricDownstreamDuplicates, []string{"mcpledger.side=server", "mcpledger.reason=unknown"}, 1},
+				{telemetry.MetricAttempts, []string{"mcpledger.side=client"}, 1},
 			},
 		},
 		{
@@ -342,7 +342,7 @@ func TestInstruments(t *testing.T) {
 				callErr(t, r.client, client.WithKey(context.Background(), "not a key"), 5, ledger.ErrInvalidKey)
 			},
 			want: []want{
-				{telemetry.MetricCalls, []string{"side=client", "outcome=invalid"}, 1},
+				{telemetry.MetricCalls, []string{"mcpledger.side=client", "mcpledger.outcome=invalid"}, 1},
 			},
 		},
 		{

@@ -219,6 +219,10 @@ func (r *rig) collect(name string) []point {
 				for _, dp := range d.DataPoints {
 					out = append(out, point{attrs: dp.Attributes, value: dp.Sum, count: dp.Count})
 				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					out = append(out, point{attrs: dp.Attributes, value: float64(dp.Value)})
+				}
 			case metricdata.Histogram[int64]:
 				for _, dp := range d.DataPoints {
 					out = append(out, point{attrs: dp.Attributes, value: float64(dp.Sum), count: dp.Count})

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -18,31 +22,60 @@ import (
 // ScopeName is the instrumentation scope of every meter and tracer here.
 const ScopeName = "github.com/mcpledger/mcpledger"
 
+// SchemaURL is the OpenTelemetry semantic conventions version the names
+// below follow; the meter and the tracer carry it.
+const SchemaURL = semconv.SchemaURL
+
 // Instrument names. METRICS.md describes each with its unit and attributes.
+// The two operation durations are the OpenTelemetry MCP semantic
+// conventions' (mcpconv); the rest are ours, under mcpledger.
 const (
-	MetricCalls                = "mcpledger.calls"
-	MetricDuplicateHits        = "mcpledger.duplicate_hits"
-	MetricKeyConflicts         = "mcpledger.key_conflicts"
-	MetricInProgressWaits      = "mcpledger.in_progress.waits"
-	MetricInProgressTimeouts   = "mcpledger.in_progress.timeouts"
-	MetricUnknown              = "mcpledger.records.unknown"
-	MetricDownstreamDuplicates = "mcpledger.downstream_duplicates"
-	MetricReplayDuration       = "mcpledger.replay.duration"
-	MetricAttempts             = "mcpledger.call.attempts"
-	MetricEventsDropped        = "mcpledger.events.dropped"
+	MetricClientOperationDuration = "mcp.client.operation.duration"
+	MetricServerOperationDuration = "mcp.server.operation.duration"
+	MetricExecutionDuration       = "mcpledger.execution.duration"
+	MetricUnknownOpen             = "mcpledger.records.unknown.open"
+	MetricCalls                   = "mcpledger.calls"
+	MetricDuplicateHits           = "mcpledger.duplicate_hits"
+	MetricKeyConflicts            = "mcpledger.key_conflicts"
+	MetricInProgressWaits         = "mcpledger.in_progress.waits"
+	MetricInProgressTimeouts      = "mcpledger.in_progress.timeouts"
+	MetricUnknown                 = "mcpledger.records.unknown"
+	MetricDownstreamDuplicates    = "mcpledger.downstream_duplicates"
+	MetricReplayDuration          = "mcpledger.replay.duration"
+	MetricAttempts                = "mcpledger.call.attempts"
+	MetricEventsDropped           = "mcpledger.events.dropped"
 )
 
-// Attribute keys. None of them ever holds a key, arguments or a result.
+// Attribute keys: the semantic conventions' where they have one, ours
+// under mcpledger. None of them ever holds a key, arguments or a result.
 const (
-	AttrTool    = attribute.Key("tool")
-	AttrSide    = attribute.Key("side")
-	AttrOutcome = attribute.Key("outcome")
-	AttrState   = attribute.Key("state")
-	AttrReason  = attribute.Key("reason")
-	// AttrMethod is the MCP method of a span, always "tools/call".
-	AttrMethod = attribute.Key("mcp.method.name")
+	// AttrTool is the tool's name (gen_ai.tool.name).
+	AttrTool = semconv.GenAIToolNameKey
+	// AttrOperation is gen_ai.operation.name, always "execute_tool".
+	AttrOperation = semconv.GenAIOperationNameKey
+	// AttrMethod is mcp.method.name, always "tools/call".
+	AttrMethod = semconv.McpMethodNameKey
+	// AttrSessionID is mcp.session.id, on spans only (it is unbounded).
+	AttrSessionID = semconv.McpSessionIDKey
+	// AttrProtocolVersion is mcp.protocol.version, the negotiated one.
+	AttrProtocolVersion = semconv.McpProtocolVersionKey
+	// AttrErrorType is error.type: "tool_error" for a tool that said no
+	// (isError), else the outcome ("_OTHER" for error); absent on success.
+	AttrErrorType = semconv.ErrorTypeKey
+
+	AttrSide    = attribute.Key("mcpledger.side")
+	AttrOutcome = attribute.Key("mcpledger.outcome")
+	AttrState   = attribute.Key("mcpledger.state")
+	AttrReason  = attribute.Key("mcpledger.reason")
 	// AttrAttempts is a span attribute: the requests a call sent.
-	AttrAttempts = attribute.Key("attempts")
+	AttrAttempts = attribute.Key("mcpledger.attempts")
+)
+
+// The values of gen_ai.operation.name and mcp.method.name for every call
+// here.
+var (
+	operationKV = AttrOperation.String(string(mcpconv.GenAIOperationNameExecuteTool))
+	methodKV    = AttrMethod.String(string(mcpconv.MethodNameToolsCall))
 )
 
 // Defaults for zero fields of Options.
@@ -80,6 +113,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of events and latencies (time.Now when nil).
 	Now func() time.Time
+	// Unknown, when set, feeds the mcpledger.records.unknown.open gauge:
+	// it is asked for its count each time the metrics are collected.
+	Unknown UnknownCounter
+}
+
+// UnknownCounter is the optional part of a Store that counts the records
+// in UNKNOWN now (every tenant), cheaply enough to be asked at each metrics
+// collection. The SQLite and PostgreSQL stores have it.
+type UnknownCounter interface {
+	CountUnknown(ctx context.Context) (int64, error)
 }
 
 // Telemetry is the instruments, the tracer and the event writer of one
@@ -106,6 +149,13 @@ type Telemetry struct {
 	downstreamDuplicates metric.Int64Counter
 	replayDuration       metric.Float64Histogram
 	attempts             metric.Int64Histogram
+	// operationDuration is mcp.client.operation.duration on the client
+	// side, mcp.server.operation.duration on the server side.
+	operationDuration metric.Float64Histogram
+	executionDuration metric.Float64Histogram
+	// unknownGauge is the callback of mcpledger.records.unknown.open (nil
+	// without Options.Unknown); Close unregisters it.
+	unknownGauge metric.Registration
 }
 
 // replayBuckets suit a ledger read (tens of microseconds) up to a follower
@@ -116,6 +166,10 @@ var replayBuckets = []float64{
 }
 
 var attemptBuckets = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+
+// operationBuckets are the ones the MCP semantic conventions recommend for
+// the operation durations.
+var operationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
 
 // New returns the telemetry of one side. It never fails: an instrument the
 // provider refuses is reported to otel.Handle and replaced by a no-op, so
@@ -137,11 +191,11 @@ func New(side ledger.Side, opts *Options) *Telemetry {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	m := o.MeterProvider.Meter(ScopeName)
+	m := o.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(SchemaURL))
 	t := &Telemetry{
 		side:   side,
 		sideKV: AttrSide.String(string(side)),
-		tracer: o.TracerProvider.Tracer(ScopeName),
+		tracer: o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(SchemaURL)),
 		log:    o.Logger,
 		now:    o.Now,
 	}
@@ -166,10 +220,65 @@ func New(side ledger.Side, opts *Options) *Telemetry {
 	if err != nil {
 		otel.Handle(err)
 	}
+	buckets := metric.WithExplicitBucketBoundaries(operationBuckets...)
+	if side == ledger.SideServer {
+		var h mcpconv.ServerOperationDuration
+		h, err = mcpconv.NewServerOperationDuration(m, buckets)
+		t.operationDuration = h.Inst()
+	} else {
+		var h mcpconv.ClientOperationDuration
+		h, err = mcpconv.NewClientOperationDuration(m, buckets)
+		t.operationDuration = h.Inst()
+	}
+	if err != nil {
+		otel.Handle(err)
+	}
+	t.executionDuration, err = m.Float64Histogram(MetricExecutionDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of calls that ran the tool, from call start to answer, retries and waits included."),
+		buckets)
+	if err != nil {
+		otel.Handle(err)
+	}
+	if o.Unknown != nil {
+		t.unknownGauge = observeUnknown(m, t.sideKV, o.Unknown)
+	}
 	if o.Events != nil {
 		t.events = newEventWriter(o, t.dropped)
 	}
 	return t
+}
+
+// unknownTimeout bounds one count of the UNKNOWN records, so a slow store
+// delays a metrics collection by at most this much.
+const unknownTimeout = 2 * time.Second
+
+// observeUnknown registers the gauge of records in UNKNOWN now; Close
+// unregisters it. A count that fails is reported to otel.Handle and leaves
+// the gauge without a value for that collection, rather than a wrong zero.
+func observeUnknown(m metric.Meter, sideKV attribute.KeyValue, uc UnknownCounter) metric.Registration {
+	gauge, err := m.Int64ObservableGauge(MetricUnknownOpen, metric.WithUnit("{record}"),
+		metric.WithDescription("Records in UNKNOWN now, waiting to be reconciled (every tenant of the ledger)."))
+	if err != nil {
+		otel.Handle(err)
+		return nil
+	}
+	attrs := metric.WithAttributeSet(attribute.NewSet(sideKV))
+	reg, err := m.RegisterCallback(func(ctx context.Context, obs metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, unknownTimeout)
+		defer cancel()
+		n, err := uc.CountUnknown(ctx)
+		if err != nil {
+			otel.Handle(fmt.Errorf("telemetry: counting UNKNOWN records for %s: %w", MetricUnknownOpen, err))
+			return nil
+		}
+		obs.ObserveInt64(gauge, n, attrs)
+		return nil
+	}, gauge)
+	if err != nil {
+		otel.Handle(err)
+		return nil
+	}
+	return reg
 }
 
 func counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {
@@ -192,13 +301,24 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 	return t.events.flush(ctx)
 }
 
-// Close stops the background writer after writing every pending event.
-// Events of calls that end later are dropped and counted.
+// Close stops the background writer after writing every pending event,
+// and stops asking the store for the UNKNOWN gauge. Events of calls that
+// end later are dropped and counted.
 func (t *Telemetry) Close(ctx context.Context) error {
-	if t == nil || t.events == nil {
+	if t == nil {
 		return nil
 	}
-	return t.events.close(ctx)
+	var err error
+	if t.unknownGauge != nil {
+		err = t.unknownGauge.Unregister()
+		if err != nil {
+			err = fmt.Errorf("telemetry: unregistering %s: %w", MetricUnknownOpen, err)
+		}
+	}
+	if t.events == nil {
+		return err
+	}
+	return errors.Join(err, t.events.close(ctx))
 }
 
 // EnteredUnknown counts n records that entered UNKNOWN outside any one

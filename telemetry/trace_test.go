@@ -111,6 +111,8 @@ func TestNoKeyInTelemetry(t *testing.T) {
 	allowed := map[attribute.Key]bool{
 		telemetry.AttrTool: true, telemetry.AttrSide: true, telemetry.AttrOutcome: true, telemetry.AttrState: true,
 		telemetry.AttrReason: true, telemetry.AttrMethod: true, telemetry.AttrAttempts: true,
+		telemetry.AttrOperation: true, telemetry.AttrProtocolVersion: true, telemetry.AttrErrorType: true,
+		telemetry.AttrSessionID: true,
 	}
 	check := func(where string, kvs []attribute.KeyValue) {
 		t.Helper()
@@ -139,7 +141,7 @@ func TestNoKeyInTelemetry(t *testing.T) {
 		}
 	}
 	points := 0
-	for _, name := range instruments {
+	for _, name := range append(instruments, semconvInstruments...) {
 		for _, p := range r.collect(name) {
 			points++
 			check("metric "+name, p.attrs.ToSlice())

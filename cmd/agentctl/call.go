@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -105,6 +106,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		Session:   f.session,
 		Policy:    policy,
 		Confirmer: a.confirmer(f.yes),
+		Logger:    a.logger(),
 	})
 	if err != nil {
 		return withCode(exitUnreachable, err)
@@ -168,9 +170,9 @@ func (a *app) confirmer(yes bool) confirm.Confirmer {
 	}
 	switch stdinKind(a.io.In) {
 	case stdinTerminal:
-		return &confirm.Terminal{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
 	case stdinPipe:
-		return &confirm.Terminal{In: a.io.In, Out: a.io.Err, Accessible: true}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: true}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/examples/payments/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
@@ -70,6 +72,9 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		ledgerPath = a.ledgerURL
 	} else {
 		s, err := sqlite.Open(ctx, ledgerPath, nil)
+		if errors.Is(err, sqlite.ErrNoDriver) {
+			return exitf(exitUnreachable, "%v", err)
+		}
 		if err != nil {
 			return fmt.Errorf("opening the demo ledger: %w", err)
 		}
@@ -117,7 +122,7 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 // policy approves its payments for the rest of the session.
 func (a *app) demoConfirmer() confirm.Confirmer {
 	if stdinKind(a.io.In) == stdinTerminal {
-		return &confirm.Terminal{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
 	}
 	return confirm.Static{Answer: confirm.Answer{
 		Decision: ledger.DecisionApprovedSession, By: "demo policy",

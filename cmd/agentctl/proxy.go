@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/internal/proxy"
 )
 
@@ -130,11 +130,11 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		PolicyFile: f.policy,
 		// The controlling terminal, never stdin and stdout: over stdio
 		// they carry the host's MCP stream.
-		Terminal: &confirm.Terminal{Accessible: a.getenv("ACCESSIBLE") != ""},
+		Terminal: &terminal.Prompt{Accessible: a.getenv("ACCESSIBLE") != ""},
 		Name:     "agentctl-proxy",
 		Version:  version,
 		Client:   copts,
-		Logger:   slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:   a.logger(),
 	})
 	if err != nil {
 		// Nothing was sent to any tool: running again once it is fixed is safe.

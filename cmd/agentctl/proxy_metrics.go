@@ -6,14 +6,14 @@ import (
 	"net"
 	"time"
 
-	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/telemetry/prometheus"
 )
 
 // startMetrics serves the proxy's metrics as Prometheus text at
 // http://addr/metrics and prints that URL on stderr, so that
 // --metrics-addr 127.0.0.1:0 is usable by scripts. Like --listen, it binds
 // loopback only: the endpoint has no authentication.
-func (a *app) startMetrics(ctx context.Context, addr string) (*telemetry.Prometheus, error) {
+func (a *app) startMetrics(ctx context.Context, addr string) (*prometheus.Endpoint, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, exitf(exitUsage, "--metrics-addr %q: %v; want HOST:PORT such as 127.0.0.1:9464", addr, err)
@@ -21,7 +21,7 @@ func (a *app) startMetrics(ctx context.Context, addr string) (*telemetry.Prometh
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, exitf(exitUsage, "--metrics-addr %q: the metrics endpoint has no authentication, so it listens on loopback only; use 127.0.0.1:PORT or [::1]:PORT", addr)
 	}
-	prom, err := telemetry.ServePrometheus(ctx, addr)
+	prom, err := prometheus.Serve(ctx, addr)
 	if err != nil {
 		return nil, exitf(exitUsage, "--metrics-addr %q: %v; pick a free port", addr, err)
 	}
@@ -31,7 +31,7 @@ func (a *app) startMetrics(ctx context.Context, addr string) (*telemetry.Prometh
 
 // stopMetrics ends the endpoint. A failure only matters to the log: the
 // proxy's work is done by then.
-func (a *app) stopMetrics(prom *telemetry.Prometheus) {
+func (a *app) stopMetrics(prom *prometheus.Endpoint) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := prom.Shutdown(ctx); err != nil {

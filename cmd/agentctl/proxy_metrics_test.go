@@ -89,10 +89,11 @@ func TestProxyMetrics(t *testing.T) {
 		t.Fatalf("GET %s = %s", metricsURL, resp.Status)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^mcpledger_calls_total\{[^}]*outcome="succeeded",side="client",tool="write"\} 1$`),
-		regexp.MustCompile(`(?m)^mcpledger_calls_total\{[^}]*outcome="replayed",side="client",tool="write"\} 1$`),
-		regexp.MustCompile(`(?m)^mcpledger_duplicate_hits_total\{[^}]*side="client",state="SUCCEEDED",tool="write"\} 1$`),
-		regexp.MustCompile(`(?m)^mcpledger_replay_duration_seconds_count\{[^}]*side="client",tool="write"\} 1$`),
+		regexp.MustCompile(`(?m)^mcpledger_calls_total\{gen_ai_tool_name="write",mcpledger_outcome="succeeded",mcpledger_side="client"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^mcpledger_calls_total\{gen_ai_tool_name="write",mcpledger_outcome="replayed",mcpledger_side="client"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^mcpledger_duplicate_hits_total\{gen_ai_tool_name="write",mcpledger_side="client",mcpledger_state="SUCCEEDED"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^mcpledger_replay_duration_seconds_count\{gen_ai_tool_name="write",mcpledger_side="client"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^mcp_client_operation_duration_seconds_count\{gen_ai_operation_name="execute_tool",gen_ai_tool_name="write",mcp_method_name="tools/call",[^}]*mcpledger_outcome="succeeded"[^}]*\} 1$`),
 	} {
 		if !want.Match(body) {
 			t.Errorf("scrape lacks a line matching %s\n--- scrape:\n%s", want, body)

@@ -50,6 +50,8 @@ type app struct {
 
 	store      ledger.Store
 	closeStore func() error
+
+	obs observability // logging and OpenTelemetry export (otel.go)
 }
 
 // exitError carries the exit code for an error a command returns.
@@ -90,6 +92,10 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = withCode(exitFailed, fmt.Errorf("closing the ledger: %w", cerr))
 	}
+	if oerr := a.stopObservability(); oerr != nil {
+		// The command's own result stands; only the export failed.
+		a.logger().Error("telemetry", "err", oerr)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -123,11 +129,12 @@ Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
+	a.addObservabilityFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {
 			return exitf(exitUsage, "--tenant %q: %v", a.tenant, err)
 		}
-		return nil
+		return a.startObservability(c.Context(), c)
 	}
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))

@@ -76,7 +76,7 @@ func BenchmarkRawFloor(b *testing.B) {
 	q.Set("_journal_mode", "WAL")
 	q.Set("_mutex", "no")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open(sqlite.DriverName, "file:"+path+"?"+q.Encode())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,8 +7,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+)
 
-	"github.com/mattn/go-sqlite3"
+// drvConn is what the writer needs from the driver's connection: the
+// driver's own statements, without database/sql's per-call machinery, and
+// whether a transaction is still open after a failed COMMIT. The driver
+// file (driver_mattn.go; driver_nocgo.go has none) adapts its connection
+// to it, so a second driver would be one more file.
+type drvConn interface {
+	ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error)
+	QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error)
+	inTx() bool
+}
+
+// errKind is what classify needs to know of a driver error.
+type errKind int
+
+const (
+	kindOther       errKind = iota
+	kindBusy                // SQLITE_BUSY or SQLITE_LOCKED
+	kindNotDatabase         // SQLITE_NOTADB or SQLITE_CORRUPT
 )
 
 // execer is what the write helpers need from the write connection.
@@ -33,7 +51,7 @@ var errNeedTx = errors.New("sqlite: the write needs a transaction")
 // watch a context; the writer never cancels a statement (a batch serves
 // many callers), so that machinery is pure cost on the hot path.
 type wconn struct {
-	c *sqlite3.SQLiteConn
+	c drvConn
 	// auto: no transaction is open, so each statement commits as it
 	// completes. Only a single op runs so: it may read, and make one
 	// write; once that has changed a row, a further statement is refused

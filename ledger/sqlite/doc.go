@@ -31,4 +31,8 @@
 //
 // Wait wakes immediately on changes made through the same Store and polls
 // with a bounded backoff for changes made by other processes.
+//
+// The driver is github.com/mattn/go-sqlite3, which needs cgo. A program
+// built with CGO_ENABLED=0 still compiles, but Open fails with
+// ErrNoDriver, whose message says how to build with cgo.
 package sqlite

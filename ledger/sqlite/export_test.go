@@ -7,3 +7,10 @@ func SetWaitHook(s *Store, f func(ledger.ID)) { s.waitHook = f }
 
 // Commits returns how many write transactions s has committed.
 func Commits(s *Store) int64 { return s.commits.Load() }
+
+// DriverName is the database/sql name of the build's driver (see Driver),
+// for tests that write a file by hand.
+const DriverName = driverName
+
+// CountUnknownQuery is the statement behind Store.CountUnknown.
+const CountUnknownQuery = countUnknown

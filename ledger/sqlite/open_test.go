@@ -121,7 +121,7 @@ func newerSchema(t *testing.T, path string) {
 // rawExec runs statements on path through database/sql alone.
 func rawExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", path)
+	db, err := sql.Open(sqlite.DriverName, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestReopenKeepsRecordsAndSchema(t *testing.T) {
 			t.Errorf("Claim after Close = %v; want ErrClosed", err)
 		}
 	}
-	db, err := sql.Open("sqlite3", path)
+	db, err := sql.Open(sqlite.DriverName, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func runChild(role, path, owner string) error {
 		}
 
 	case "lock":
-		db, err := sql.Open("sqlite3", "file:"+path+"?_txlock=immediate")
+		db, err := sql.Open(sqlite.DriverName, "file:"+path+"?_txlock=immediate")
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func TestKilledOwnerBecomesUnknown(t *testing.T) {
 			t.Errorf("committed record %q after the kill = %v, %v; want SUCCEEDED with its result", key, r, err)
 		}
 	}
-	db, err := sql.Open("sqlite3", path)
+	db, err := sql.Open(sqlite.DriverName, path)
 	if err != nil {
 		t.Fatal(err)
 	}

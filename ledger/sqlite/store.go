@@ -5,34 +5,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
 var _ ledger.Store = (*Store)(nil)
-
-// driverName is mattn/go-sqlite3 with the per-connection settings the DSN
-// cannot express.
-const driverName = "mcpledger_sqlite3"
-
-func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{
-		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			// After a checkpoint the WAL file shrinks back to this size,
-			// so a burst of large results does not hold disk space.
-			_, err := c.Exec("PRAGMA journal_size_limit = 67108864", nil)
-			return err
-		},
-	})
-}
 
 // Errors callers branch on with errors.Is.
 var (
@@ -160,6 +142,9 @@ type Store struct {
 // and never modified.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
+	if err := driverReady(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: resolve %q: %w", path, err)
@@ -201,26 +186,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// dsn builds the connection string. Writes BEGIN IMMEDIATE so a write
-// transaction takes the lock up front and never fails mid-way on a lock
-// upgrade; the busy timeout makes a locked database wait before failing.
-func (s *Store) dsn(readOnly bool) string {
-	q := url.Values{}
-	q.Set("_busy_timeout", fmt.Sprint(s.opts.BusyTimeout.Milliseconds()))
-	q.Set("_synchronous", s.opts.Synchronous.pragma())
-	q.Set("_stmt_cache_size", "32")
-	// database/sql never shares a connection between goroutines, so
-	// SQLite's per-connection mutex is pure overhead.
-	q.Set("_mutex", "no")
-	if readOnly {
-		q.Set("_query_only", "1")
-	} else {
-		q.Set("_txlock", "immediate")
-	}
-	u := url.URL{Scheme: "file", Path: s.path, RawQuery: q.Encode()}
-	// url.URL renders "file:///abs"; SQLite accepts that form.
-	return u.String()
-}
+// dsn is the connection string of the build's driver (see Driver).
+func (s *Store) dsn(readOnly bool) string { return dsnFor(s.path, s.opts, readOnly) }
 
 // Close stops the writer and closes the database. Pending writes finish
 // first; later calls fail with ErrClosed.
@@ -249,14 +216,10 @@ func (s *Store) Path() string { return s.path }
 
 // classify turns driver errors into the package's sentinels.
 func (s *Store) classify(err error) error {
-	var se sqlite3.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code {
-	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+	switch errorKind(err) {
+	case kindBusy:
 		return fmt.Errorf("sqlite: %s stayed locked past the busy timeout of %v (%v): %w", s.path, s.opts.BusyTimeout, err, ErrBusy)
-	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+	case kindNotDatabase:
 		return fmt.Errorf("sqlite: %s is unreadable (%v): %w", s.path, err, ErrNotDatabase)
 	}
 	return err

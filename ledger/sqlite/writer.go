@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
@@ -192,13 +190,13 @@ func (s *Store) commitBatch(ctx context.Context, ops []*op) error {
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("sqlite: driver connection is %T", dc)
+		c, err := rawConn(dc)
+		if err != nil {
+			return err
 		}
 		w := &wconn{c: c}
-		err := s.commitOn(ctx, w, ops)
-		if !c.AutoCommit() {
+		err = s.commitOn(ctx, w, ops)
+		if c.inTx() {
 			// A failed COMMIT can leave the transaction open; the next
 			// batch must start clean.
 			err = errors.Join(err, w.end("ROLLBACK"))

@@ -1,4 +1,4 @@
-package confirm
+package terminal
 
 import (
 	"bufio"
@@ -8,20 +8,23 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/charmbracelet/huh"
 	"github.com/charmbracelet/x/term"
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// Terminal asks a person with a huh form: approve once, approve for this
-// session, or deny (then it asks for a reason).
+// Prompt asks a person with a huh form: approve once, approve for this
+// session, or deny (then it asks for a reason). It is a confirm.Confirmer.
 //
 // In and Out default to the controlling terminal (/dev/tty), not to stdin
 // and stdout, because under `agentctl proxy` those carry the MCP stream.
-// Without a controlling terminal Confirm returns ErrNoConfirmer. When In is
+// Without a controlling terminal Confirm returns confirm.ErrNoConfirmer. When In is
 // set and Out is not, Out is os.Stderr.
 //
 // Accessible selects huh's accessible mode: numbered plain prompts, one per
@@ -29,9 +32,9 @@ import (
 // pipe. It is also used whenever In is not a terminal, since the full-screen
 // form needs one. The default answer (an empty line) is Deny.
 //
-// One Terminal shows one prompt at a time; concurrent calls wait their turn.
+// One Prompt shows one prompt at a time; concurrent calls wait their turn.
 // The zero value asks on the controlling terminal.
-type Terminal struct {
+type Prompt struct {
 	In         io.Reader
 	Out        io.Writer
 	Accessible bool
@@ -43,7 +46,7 @@ type Terminal struct {
 	turn chan struct{} // holds a token while a prompt is on screen
 }
 
-// The choices, as the form values and the elicitation enum.
+// The choices, as the form values (the same as confirm's elicitation enum).
 const (
 	choiceOnce    = "approve_once"
 	choiceSession = "approve_session"
@@ -51,27 +54,27 @@ const (
 )
 
 // Confirm shows req and waits for a choice or for ctx to end.
-func (t *Terminal) Confirm(ctx context.Context, req Request) (Answer, error) {
+func (t *Prompt) Confirm(ctx context.Context, req confirm.Request) (confirm.Answer, error) {
 	if t == nil {
-		return Answer{}, ErrNoConfirmer
+		return confirm.Answer{}, confirm.ErrNoConfirmer
 	}
 	t.once.Do(func() { t.turn = make(chan struct{}, 1) })
 	select {
 	case t.turn <- struct{}{}:
 	case <-ctx.Done():
-		return Answer{}, fmt.Errorf("confirm: waiting for the terminal: %w", ctx.Err())
+		return confirm.Answer{}, fmt.Errorf("terminal: waiting for the terminal: %w", ctx.Err())
 	}
 	if err := ctx.Err(); err != nil {
 		<-t.turn
-		return Answer{}, fmt.Errorf("confirm: terminal prompt: %w", err)
+		return confirm.Answer{}, fmt.Errorf("terminal: terminal prompt: %w", err)
 	}
 	in, out, closeTTY, err := t.open()
 	if err != nil {
 		<-t.turn
-		return Answer{}, err
+		return confirm.Answer{}, err
 	}
 	type result struct {
-		a   Answer
+		a   confirm.Answer
 		err error
 	}
 	done := make(chan result, 1)
@@ -90,13 +93,13 @@ func (t *Terminal) Confirm(ctx context.Context, req Request) (Answer, error) {
 		// Closing the terminal unblocks a pending read. A caller-supplied
 		// reader stays blocked until it yields; its answer is discarded.
 		closeTTY()
-		return Answer{}, fmt.Errorf("confirm: terminal prompt: %w", ctx.Err())
+		return confirm.Answer{}, fmt.Errorf("terminal: terminal prompt: %w", ctx.Err())
 	}
 }
 
 // open returns the input and output to use and a function that closes what
 // open opened (safe to call twice).
-func (t *Terminal) open() (io.Reader, io.Writer, func(), error) {
+func (t *Prompt) open() (io.Reader, io.Writer, func(), error) {
 	if t.In != nil {
 		out := t.Out
 		if out == nil {
@@ -106,7 +109,7 @@ func (t *Terminal) open() (io.Reader, io.Writer, func(), error) {
 	}
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("confirm: opening the terminal: %v: %w", err, ErrNoConfirmer)
+		return nil, nil, nil, fmt.Errorf("terminal: opening the terminal: %v: %w", err, confirm.ErrNoConfirmer)
 	}
 	var once sync.Once
 	closeTTY := func() { once.Do(func() { _ = tty.Close() }) }
@@ -117,7 +120,7 @@ func (t *Terminal) open() (io.Reader, io.Writer, func(), error) {
 	return tty, out, closeTTY, nil
 }
 
-func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Request) (Answer, error) {
+func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confirm.Request) (confirm.Answer, error) {
 	accessible := t.Accessible || !isTerminal(in)
 	var lines *lineReader
 	if accessible {
@@ -128,7 +131,7 @@ func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Req
 		in = lines
 	}
 	if _, err := fmt.Fprint(out, "\n"+req.Summary()); err != nil {
-		return Answer{}, fmt.Errorf("confirm: writing to the terminal: %w", err)
+		return confirm.Answer{}, fmt.Errorf("terminal: writing to the terminal: %w", err)
 	}
 	by := "terminal:" + t.user()
 
@@ -147,46 +150,46 @@ func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Req
 		Value(&choice)
 	if err := t.run(ctx, huh.NewForm(huh.NewGroup(sel)), in, out, accessible); err != nil {
 		if errors.Is(err, huh.ErrUserAborted) {
-			return Answer{Decision: ledger.DecisionDenied, By: by, Reason: "aborted at the prompt"}, nil
+			return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Reason: "aborted at the prompt"}, nil
 		}
-		return Answer{}, err
+		return confirm.Answer{}, err
 	}
 	if lines.inputEnded() {
-		return Answer{}, ErrNoAnswer
+		return confirm.Answer{}, confirm.ErrNoAnswer
 	}
 	switch choice {
 	case choiceOnce:
-		return Answer{Decision: ledger.DecisionApproved, By: by}, nil
+		return confirm.Answer{Decision: ledger.DecisionApproved, By: by}, nil
 	case choiceSession:
-		return Answer{Decision: ledger.DecisionApprovedSession, By: by}, nil
+		return confirm.Answer{Decision: ledger.DecisionApprovedSession, By: by}, nil
 	}
 
 	var reason string
 	in2 := huh.NewInput().Title("Reason for denying (optional):").Value(&reason)
 	if err := t.run(ctx, huh.NewForm(huh.NewGroup(in2)), in, out, accessible); err != nil &&
 		!errors.Is(err, huh.ErrUserAborted) {
-		return Answer{}, err
+		return confirm.Answer{}, err
 	}
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		reason = "denied at the terminal"
 	}
-	return Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}, nil
+	return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}, nil
 }
 
-func (t *Terminal) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
+func (t *Prompt) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
 	f = f.WithInput(in).WithOutput(out).WithAccessible(accessible).WithShowHelp(!accessible)
 	err := f.RunWithContext(ctx)
 	if ctx.Err() != nil {
-		return fmt.Errorf("confirm: terminal prompt: %w", ctx.Err())
+		return fmt.Errorf("terminal: terminal prompt: %w", ctx.Err())
 	}
 	if err != nil && !errors.Is(err, huh.ErrUserAborted) {
-		return fmt.Errorf("confirm: terminal prompt: %w", err)
+		return fmt.Errorf("terminal: terminal prompt: %w", err)
 	}
 	return err
 }
 
-func (t *Terminal) user() string {
+func (t *Prompt) user() string {
 	if t.User != "" {
 		return t.User
 	}
@@ -208,7 +211,7 @@ func isTerminal(r io.Reader) bool {
 // notes that and serves a few empty lines: huh v1.0.0's accessible select
 // indexes its options with the last line it read when the input ends, which
 // after an out-of-range line would panic; an empty line selects the default
-// (Deny) instead, and Confirm reports ErrNoAnswer because the input ended.
+// (Deny) instead, and Confirm reports confirm.ErrNoAnswer because the input ended.
 type lineReader struct {
 	r       *bufio.Reader
 	pending []byte
@@ -256,3 +259,13 @@ func (l *lineReader) Read(p []byte) (int, error) {
 // inputEnded reports whether the input ran out (always false for the
 // full-screen form, which reads the terminal directly).
 func (l *lineReader) inputEnded() bool { return l != nil && l.ended }
+
+// safe returns s unchanged when every character prints, else a quoted Go
+// string with escapes, so a tool or server name cannot move the cursor or
+// recolour the terminal (as confirm.Request.Summary does for its values).
+func safe(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.Is(unicode.Bidi_Control, r) }) < 0 {
+		return s
+	}
+	return strconv.QuoteToGraphic(s)
+}

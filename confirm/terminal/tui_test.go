@@ -1,6 +1,6 @@
 //go:build linux
 
-package confirm
+package terminal
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"golang.org/x/sys/unix"
 )
@@ -95,22 +96,22 @@ func TestTerminalFullScreen(t *testing.T) {
 	tests := []struct {
 		name string
 		keys [][2]string // wait for [0], then type [1]
-		want Answer
+		want confirm.Answer
 	}{
 		{"approve for the session", [][2]string{{"Approve once", "\x1b[A"}, {"Approve once", "\r"}},
-			Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:carol"}},
+			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:carol"}},
 		{"approve once", [][2]string{{"Approve once", "\x1b[A\x1b[A\r"}},
-			Answer{Decision: ledger.DecisionApproved, By: "terminal:carol"}},
+			confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:carol"}},
 		{"enter on the default denies and asks why", [][2]string{{"Approve once", "\r"}, {"Reason for denying", "card expired\r"}},
-			Answer{Decision: ledger.DecisionDenied, By: "terminal:carol", Reason: "card expired"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:carol", Reason: "card expired"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			master, slave := openPTY(t)
 			scr := watch(master)
-			term := &Terminal{In: slave, Out: slave, User: "carol"}
+			term := &Prompt{In: slave, Out: slave, User: "carol"}
 			type result struct {
-				a   Answer
+				a   confirm.Answer
 				err error
 			}
 			done := make(chan result, 1)

@@ -1,4 +1,4 @@
-package confirm
+package terminal
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
@@ -18,28 +19,28 @@ func TestTerminalAccessible(t *testing.T) {
 	tests := []struct {
 		name    string
 		input   string
-		want    Answer
+		want    confirm.Answer
 		wantErr error
 	}{
-		{"approve once", "1\n", Answer{Decision: ledger.DecisionApproved, By: "terminal:alice"}, nil},
-		{"approve for the session", "2\n", Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:alice"}, nil},
+		{"approve once", "1\n", confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:alice"}, nil},
+		{"approve for the session", "2\n", confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:alice"}, nil},
 		{"deny with a reason", "3\nwrong amount\n",
-			Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "wrong amount"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "wrong amount"}, nil},
 		{"deny without a reason", "3\n\n",
-			Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
 		{"empty line is deny", "\n\n",
-			Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
 		{"deny with the input ending at the reason", "3\n",
-			Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
-		{"invalid choice asks again", "9\nabc\n1\n", Answer{Decision: ledger.DecisionApproved, By: "terminal:alice"}, nil},
-		{"no input", "", Answer{}, ErrNoAnswer},
-		{"invalid choice then end of input", "9\n", Answer{}, ErrNoAnswer},
-		{"no final newline", "2", Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:alice"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
+		{"invalid choice asks again", "9\nabc\n1\n", confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:alice"}, nil},
+		{"no input", "", confirm.Answer{}, confirm.ErrNoAnswer},
+		{"invalid choice then end of input", "9\n", confirm.Answer{}, confirm.ErrNoAnswer},
+		{"no final newline", "2", confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:alice"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			term := &Terminal{In: strings.NewReader(tc.input), Out: &out, Accessible: true, User: "alice"}
+			term := &Prompt{In: strings.NewReader(tc.input), Out: &out, Accessible: true, User: "alice"}
 			got, err := term.Confirm(context.Background(), sampleRequest())
 			if !errors.Is(err, tc.wantErr) || got != tc.want {
 				t.Fatalf("Confirm with input %q = %+v, %v; want %+v, %v\noutput:\n%s", tc.input, got, err, tc.want, tc.wantErr, out.String())
@@ -81,9 +82,9 @@ func TestTerminalOverPipe(t *testing.T) {
 		}
 	}()
 
-	term := &Terminal{In: inR, Out: outW, Accessible: true, User: "bob"}
+	term := &Prompt{In: inR, Out: outW, Accessible: true, User: "bob"}
 	type result struct {
-		a   Answer
+		a   confirm.Answer
 		err error
 	}
 	done := make(chan result, 1)
@@ -105,7 +106,7 @@ func TestTerminalOverPipe(t *testing.T) {
 	answer("Enter a number between 1 and 3", "3\n")
 	answer("Reason for denying", "not this card\n")
 	r := <-done
-	want := Answer{Decision: ledger.DecisionDenied, By: "terminal:bob", Reason: "not this card"}
+	want := confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:bob", Reason: "not this card"}
 	if r.err != nil || r.a != want {
 		t.Errorf("Confirm over a pipe = %+v, %v; want %+v", r.a, r.err, want)
 	}
@@ -115,7 +116,7 @@ func TestTerminalContextCancel(t *testing.T) {
 	inR, inW := io.Pipe()
 	t.Cleanup(func() { inW.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	term := &Terminal{In: inR, Out: io.Discard, Accessible: true}
+	term := &Prompt{In: inR, Out: io.Discard, Accessible: true}
 	done := make(chan error, 1)
 	go func() {
 		_, err := term.Confirm(ctx, sampleRequest())
@@ -143,7 +144,7 @@ func TestTerminalContextCancel(t *testing.T) {
 	// terminal (and finds the input ended). This also keeps the abandoned
 	// goroutine from outliving the test.
 	inW.Close()
-	if _, err := term.Confirm(context.Background(), sampleRequest()); !errors.Is(err, ErrNoAnswer) {
+	if _, err := term.Confirm(context.Background(), sampleRequest()); !errors.Is(err, confirm.ErrNoAnswer) {
 		t.Errorf("Confirm after the input closed = %v; want ErrNoAnswer", err)
 	}
 }
@@ -154,9 +155,9 @@ func TestTerminalNoTTY(t *testing.T) {
 		f.Close()
 		t.Skip("this test process has a controlling terminal")
 	}
-	_, err = (&Terminal{}).Confirm(context.Background(), sampleRequest())
-	if !errors.Is(err, ErrNoConfirmer) {
-		t.Errorf("Terminal{}.Confirm without a terminal = %v; want ErrNoConfirmer", err)
+	_, err = (&Prompt{}).Confirm(context.Background(), sampleRequest())
+	if !errors.Is(err, confirm.ErrNoConfirmer) {
+		t.Errorf("Prompt{}.Confirm without a terminal = %v; want confirm.ErrNoConfirmer", err)
 	}
 }
 

@@ -1,0 +1,95 @@
+package libweight
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// libraryPackages are what a library user imports.
+var libraryPackages = []string{
+	"github.com/mcpledger/mcpledger/client",
+	"github.com/mcpledger/mcpledger/server",
+	"github.com/mcpledger/mcpledger/ledger/...",
+}
+
+// heavy are import path fragments no library package may depend on.
+var heavy = []string{
+	"github.com/charmbracelet/",
+	"bubbletea",
+	"prometheus",
+	"go.opentelemetry.io/otel/sdk",
+}
+
+// TestLibraryDependencies runs go list -deps on the library packages, as a
+// user's build would see them, and names each heavy package found with the
+// path of imports that brings it in.
+func TestLibraryDependencies(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on PATH: %v", err)
+	}
+	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}} {{join .Imports \",\"}}{{end}}"}, libraryPackages...)
+	cmd := exec.Command(goTool, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, stderr.String())
+	}
+	imports := map[string][]string{}
+	var all []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, list, _ := strings.Cut(line, " ")
+		if pkg == "" {
+			continue
+		}
+		all = append(all, pkg)
+		if list != "" {
+			imports[pkg] = strings.Split(list, ",")
+		}
+	}
+	if len(all) < 10 {
+		t.Fatalf("go list -deps listed %d packages; want the library's whole graph:\n%s", len(all), out)
+	}
+	t.Logf("%d non-standard packages in the library's graph", len(all))
+	for _, pkg := range all {
+		for _, h := range heavy {
+			if strings.Contains(pkg, h) {
+				t.Errorf("library depends on %s (matches %q), through %s", pkg, h, strings.Join(importPath(imports, pkg), " -> "))
+				break
+			}
+		}
+	}
+}
+
+// importPath finds a chain of imports from a library package to target.
+func importPath(imports map[string][]string, target string) []string {
+	prev := map[string]string{}
+	var queue []string
+	for pkg := range imports {
+		if strings.HasPrefix(pkg, "github.com/mcpledger/mcpledger/") {
+			prev[pkg] = ""
+			queue = append(queue, pkg)
+		}
+	}
+	for len(queue) > 0 {
+		pkg := queue[0]
+		queue = queue[1:]
+		if pkg == target {
+			var chain []string
+			for p := pkg; p != ""; p = prev[p] {
+				chain = append([]string{p}, chain...)
+			}
+			return chain
+		}
+		for _, next := range imports[pkg] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = pkg
+				queue = append(queue, next)
+			}
+		}
+	}
+	return []string{target}
+}

@@ -1,0 +1,28 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// countUnknown reads the partial index records_unknown only (see
+// migrations/0002_events.sql), however many settled records there are.
+const countUnknown = `SELECT count(*) FROM records WHERE state = 'UNKNOWN'`
+
+// CountUnknown returns how many records, of every tenant, are in UNKNOWN
+// now: the operations a person must reconcile. Telemetry asks it at each
+// metrics collection for the mcpledger.records.unknown.open gauge.
+func (s *Store) CountUnknown(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			return c.QueryRow(ctx, countUnknown).Scan(&n)
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: count UNKNOWN records: %w", err)
+	}
+	return n, nil
+}

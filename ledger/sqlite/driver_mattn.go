@@ -1,0 +1,64 @@
+//go:build cgo
+
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Driver names the SQLite driver this build uses: mattn/go-sqlite3, which
+// needs cgo; a build with CGO_ENABLED=0 has none, and Open fails with
+// ErrNoDriver.
+const Driver = "github.com/mattn/go-sqlite3"
+
+// driverName is mattn/go-sqlite3 with the per-connection settings the DSN
+// cannot express.
+const driverName = "mcpledger_sqlite3"
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			// After a checkpoint the WAL file shrinks back to this size,
+			// so a burst of large results does not hold disk space.
+			_, err := c.Exec("PRAGMA journal_size_limit = 67108864", nil)
+			return err
+		},
+	})
+}
+
+func driverReady() error { return nil }
+
+// dsnFor builds the connection string (see mattnStyleDSN).
+func dsnFor(path string, o Options, readOnly bool) string {
+	return mattnStyleDSN(path, o, readOnly)
+}
+
+type mattnConn struct{ *sqlite3.SQLiteConn }
+
+func (c mattnConn) inTx() bool { return !c.AutoCommit() }
+
+func rawConn(dc any) (drvConn, error) {
+	c, ok := dc.(*sqlite3.SQLiteConn)
+	if !ok {
+		return nil, fmt.Errorf("sqlite: driver connection is %T", dc)
+	}
+	return mattnConn{c}, nil
+}
+
+func errorKind(err error) errKind {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return kindOther
+	}
+	switch se.Code {
+	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+		return kindBusy
+	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+		return kindNotDatabase
+	}
+	return kindOther
+}
