@@ -27,7 +27,9 @@ import (
 // Accessible selects huh's accessible mode: numbered plain prompts, one per
 // line, for screen readers and for scripts and tests that answer over a
 // pipe. It is also used whenever In is not a terminal, since the full-screen
-// form needs one. The default answer (an empty line) is Deny.
+// form needs one. The form starts on Approve once; in accessible mode the
+// default answer (an empty line) is Deny. The decision is printed after the
+// form closes.
 //
 // One Terminal shows one prompt at a time; concurrent calls wait their turn.
 // The zero value asks on the controlling terminal.
@@ -132,7 +134,12 @@ func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Req
 	}
 	by := "terminal:" + t.user()
 
+	// The full-screen form starts on "Approve once"; plain prompts keep
+	// Deny as the default, since a script's empty line must not approve.
 	choice := choiceDeny
+	if !accessible {
+		choice = choiceOnce
+	}
 	server := ""
 	if req.Server != "" {
 		server = " on " + safe(req.Server)
@@ -154,10 +161,17 @@ func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Req
 	if lines.inputEnded() {
 		return Answer{}, ErrNoAnswer
 	}
+	// The form clears itself when it closes: the decision stays on screen.
+	keyNote := ""
+	if req.Key != "" {
+		keyNote = " (key " + safe(req.Key) + ")"
+	}
 	switch choice {
 	case choiceOnce:
+		fmt.Fprintf(out, "Approved once: %s%s%s\n", safe(req.Tool), server, keyNote)
 		return Answer{Decision: ledger.DecisionApproved, By: by}, nil
 	case choiceSession:
+		fmt.Fprintf(out, "Approved for this session: %s%s%s\n", safe(req.Tool), server, keyNote)
 		return Answer{Decision: ledger.DecisionApprovedSession, By: by}, nil
 	}
 
@@ -171,6 +185,7 @@ func (t *Terminal) ask(ctx context.Context, in io.Reader, out io.Writer, req Req
 	if reason == "" {
 		reason = "denied at the terminal"
 	}
+	fmt.Fprintf(out, "Denied: %s%s%s: %s\n", safe(req.Tool), server, keyNote, safe(reason))
 	return Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}, nil
 }
 
