@@ -154,7 +154,13 @@ type callResult struct {
 		IsError bool           `json:"isError"`
 		Meta    map[string]any `json:"_meta"`
 	} `json:"result"`
-	Error string `json:"error"`
+	Error *struct {
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+		Key     string `json:"key"`
+		State   string `json:"state"`
+		Exit    int    `json:"exit"`
+	} `json:"error"`
 }
 
 func oneCall(t *testing.T, o outcome) callResult {
@@ -235,8 +241,9 @@ func TestCallJSON(t *testing.T) {
 	}
 	denied := e.call(nil, append([]string{"--json", "--key", "j-3"}, pay...)...)
 	denied.wantExit(t, exitDenied)
-	if d := oneCall(t, denied); d.Key != "j-3" || d.State != "DENIED" || d.Error == "" {
-		t.Errorf("call --json of a denied call = %+v; want key j-3, DENIED and the error", d)
+	if d := oneCall(t, denied); d.Error == nil || d.Error.Key != "j-3" || d.Error.State != "DENIED" ||
+		d.Error.Reason != reasonNoConfirmer || d.Error.Exit != exitDenied || d.Error.Message == "" {
+		t.Errorf("call --json of a denied call = %+v; want the error object with key j-3, DENIED, reason %s and exit %d", d.Error, reasonNoConfirmer, exitDenied)
 	}
 
 	tools := e.run(nil, "--json", "tools", "--server", e.server)

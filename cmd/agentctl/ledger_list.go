@@ -54,7 +54,7 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				t.row(timeText(r.CreatedAt), r.Tool, r.Key, t.paint(stateColour(r.State), string(r.State)),
 					strconv.Itoa(r.Attempts), orDash(r.Session))
 			}
-			if err := t.flush(); err != nil {
+			if err := a.flushTable(t); err != nil {
 				return err
 			}
 			if more {

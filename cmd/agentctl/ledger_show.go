@@ -83,5 +83,5 @@ func (a *app) showRecord(r *ledger.Record) error {
 		}
 		t.row("result", clip(text, 200))
 	}
-	return t.flush()
+	return a.flushTable(t)
 }

@@ -112,7 +112,7 @@ func (a *app) printStats(o statsOutput, period time.Duration, s ledger.Stats) er
 		}
 		t.row(r[0], cell)
 	}
-	return t.flush()
+	return a.flushTable(t)
 }
 
 // parsePeriod reads --since: a Go duration, or a whole number of days.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -61,7 +60,7 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 	if scheme, _, ok := strings.Cut(target, "://"); ok {
 		open, found := ledgerBackends[strings.ToLower(scheme)]
 		if !found {
-			return nil, exitf(exitUsage, "--ledger %s: no ledger backend for %q; pass a SQLite file path or a postgres:// URL", redactURL(target), scheme)
+			return nil, exitf(exitUsage, "--ledger %s: no ledger backend for %q; pass a SQLite file path or a postgres:// URL", ledger.MaskDSN(target), scheme)
 		}
 		st, err := open(ctx, target)
 		if err != nil {
@@ -107,20 +106,4 @@ func (a *app) close() error {
 	err := a.closeStore()
 	a.store, a.closeStore = nil, nil
 	return err
-}
-
-// redactURL hides the password of a database URL in messages.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return u
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return fmt.Sprintf("%s://%s:%s@%s", scheme, user, "xxxxx", host)
-	}
-	return u
 }

@@ -54,7 +54,7 @@ func newToolsCmd(a *app) *cobra.Command {
 				v := verdict(tool)
 				t.row(tool.Name, t.paint(verdictColour(v), string(v)), annotationText(tool.Annotations), clip(orDash(tool.Description), 60))
 			}
-			return t.flush()
+			return a.flushTable(t)
 		}),
 	}
 	up.flags(c)

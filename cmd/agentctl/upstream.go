@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is the agentctl version reported to MCP servers.
-const version = "0.1.0"
 
 // connectTimeout bounds connecting and initializing: `go run` of a server
 // may compile first, but a command that never speaks MCP must not hang the
