@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-
 // connectTimeout bounds connecting and initializing: `go run` of a server
 // may compile first, but a command that never speaks MCP must not hang the
 // CLI.
