@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"runtime"
@@ -88,6 +89,14 @@ type Options struct {
 	MaxPollInterval time.Duration
 	// MaxBatch caps how many writes share one transaction (256 when zero).
 	MaxBatch int
+	// ReadOnly opens an existing ledger for reading only: the file and
+	// its folder are never created, the schema is never migrated, and
+	// every write fails with ErrReadOnly. A missing or empty file fails
+	// with ErrNoLedger, an older schema with ErrSchemaTooOld.
+	ReadOnly bool
+	// Logger gets the warning, once per path and process, that the
+	// ledger file is readable by other users (slog.Default when nil).
+	Logger *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {
@@ -164,9 +173,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: resolve %q: %w", path, err)
 	}
-	if err := prepareFile(abs); err != nil {
+	if o.ReadOnly {
+		err = checkReadable(abs)
+	} else {
+		err = prepareFile(abs)
+	}
+	if err != nil {
 		return nil, err
 	}
+	warnMode(abs, o.Logger)
 	s := &Store{
 		path:      abs,
 		opts:      o,
@@ -176,7 +191,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		watchers:  make(map[ledger.ID]*watcher),
 	}
 	s.idle.L = &s.wmu
-	s.wdb, err = sql.Open(driverName, s.dsn(false))
+	s.wdb, err = sql.Open(driverName, s.dsn(o.ReadOnly))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -186,7 +201,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
-	if err := s.migrate(ctx); err != nil {
+	if o.ReadOnly {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.migrate(ctx)
+	}
+	if err != nil {
 		return nil, errors.Join(err, s.wdb.Close())
 	}
 	s.rdb, err = sql.Open(driverName, s.dsn(true))
@@ -216,6 +236,11 @@ func (s *Store) dsn(readOnly bool) string {
 		q.Set("_query_only", "1")
 	} else {
 		q.Set("_txlock", "immediate")
+	}
+	if s.opts.ReadOnly {
+		// The file is opened read-only: nothing can write it, not even
+		// SQLite's own journal-mode switch.
+		q.Set("mode", "ro")
 	}
 	u := url.URL{Scheme: "file", Path: s.path, RawQuery: q.Encode()}
 	// url.URL renders "file:///abs"; SQLite accepts that form.
@@ -255,7 +280,11 @@ func (s *Store) classify(err error) error {
 	}
 	switch se.Code {
 	case sqlite3.ErrBusy, sqlite3.ErrLocked:
-		return fmt.Errorf("sqlite: %s stayed locked past the busy timeout of %v (%v): %w", s.path, s.opts.BusyTimeout, err, ErrBusy)
+		return &BusyError{Path: s.path, Timeout: s.opts.BusyTimeout, err: err}
+	case sqlite3.ErrReadonly:
+		if s.opts.ReadOnly {
+			return fmt.Errorf("sqlite: %s: %w", s.path, ErrReadOnly)
+		}
 	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
 		return fmt.Errorf("sqlite: %s is unreadable (%v): %w", s.path, err, ErrNotDatabase)
 	}
