@@ -128,7 +128,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		})
 	}
 	maxAttempts := retry.DefaultMaxAttempts
-	cl, err := client.Dial(runCtx, connect, a.watchStore(st, toolName), &client.Options{
+	cl, err := client.Dial(runCtx, connect, st, &client.Options{
 		Tenant:    a.tenant,
 		Session:   f.session,
 		Policy:    policy,
@@ -374,7 +374,11 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 		e.err = fmt.Errorf("%s%s is still in progress elsewhere; look later with agentctl ledger show %s", tool, keyText, orDash(key))
 	case reasonUnreachable:
 		e.err = fmt.Errorf("cannot reach %s: %v; nothing ran; run the same command again once it is up", f.up.label(), err)
-	case reasonLedgerLocked, reasonLedgerUnreachable, reasonLedgerInvalid, reasonUsage, reasonInvalidArgument, reasonInvalidKey:
+	case reasonLedgerLocked:
+		// run explains it once the client has closed: closing writes the
+		// call events, which may wait for the lock too.
+		return err
+	case reasonLedgerUnreachable, reasonLedgerInvalid, reasonUsage, reasonInvalidArgument, reasonInvalidKey:
 		e.err = err
 	default:
 		if state == ledger.StateFailed {

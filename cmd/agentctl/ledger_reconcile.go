@@ -47,7 +47,7 @@ decided (isError is set for --as failed).`,
 			default:
 				return exitf(exitUsage, "--as %q: want --as succeeded or --as failed", as)
 			}
-			st, err := a.ledger(c.Context(), readOnly)
+			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
 				return err
 			}

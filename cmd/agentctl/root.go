@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -36,6 +37,7 @@ type app struct {
 	tenant    string
 	json      bool
 	wide      bool
+	wait      time.Duration
 
 	store      ledger.Store
 	closeStore func() error
@@ -46,6 +48,8 @@ type app struct {
 	// status is the activity line on a terminal's stderr; nil (quiet)
 	// under --json or without a terminal.
 	status *status
+	// busy is when ledger writes waited for a lock another process held.
+	busy busySpan
 }
 
 // run executes one agentctl command line and returns the exit code.
@@ -61,6 +65,7 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = withCode(exitFailed, fmt.Errorf("closing the ledger: %w", cerr))
 	}
+	err = a.explainLedger(err)
 	if err == nil {
 		return exitOK
 	}
@@ -92,10 +97,14 @@ approval, 130 interrupted (nothing final recorded).`,
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
+	pf.DurationVar(&a.wait, "wait", defaultLedgerWait, "how long to wait for a SQLite ledger that another process holds locked")
 	pf.BoolVar(&a.wide, "wide", false, "print table cells whole, even when the rows are wider than the terminal")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {
 			return exitf(exitUsage, "--tenant %s: %v", shorten(a.tenant, 40), err)
+		}
+		if a.wait <= 0 {
+			return exitf(exitUsage, "--wait %s: want a positive duration such as 5s or 1m", a.wait)
 		}
 		a.status = newStatus(a.io.Err, !a.json && isTerminal(a.io.Err) && a.getenv("TERM") != "dumb", func() int { return a.termWidth(a.io.Err) })
 		return nil
