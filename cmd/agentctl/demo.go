@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/confirm"
-	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
