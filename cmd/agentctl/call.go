@@ -351,6 +351,8 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 	e := &exitError{reason: reason, key: key, state: string(state)}
 	switch reason {
 	case reasonKeyReused:
+		// The state is the first call's; this call recorded nothing.
+		e.state = ""
 		e.err = fmt.Errorf("key %s was already used for %s with other arguments; nothing ran; pass another --key, or the arguments of the first call", orDash(key), tool)
 	case reasonArgumentsTooLarge:
 		e.err = fmt.Errorf("the arguments of %s are too large for the ledger: %v; nothing ran; send a reference (a URL, a file id) instead of the content", tool, err)
