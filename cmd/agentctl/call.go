@@ -359,7 +359,12 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 	case reasonDenied, reasonNoConfirmer:
 		return a.deniedError(ctx, tool, key)
 	case reasonRejected:
-		e.err = fmt.Errorf("the server refused the arguments of %s before it ran%s: %v; nothing ran; fix the arguments (see agentctl tools) and call again", tool, keyText, err)
+		again := "call again"
+		if state == ledger.StateFailed {
+			// This ledger records the refusal as final for the key.
+			again = "call again with another --key (or --new)"
+		}
+		e.err = fmt.Errorf("the server refused the arguments of %s before it ran%s: %v; nothing ran; fix the arguments (see agentctl tools) and %s", tool, keyText, err, again)
 	case reasonAwaitingApproval:
 		e.err = fmt.Errorf("%s%s awaits a person's approval; approve it, then run the same command again", tool, keyText)
 	case reasonOutcomeUnknown:
