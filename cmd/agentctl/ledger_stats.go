@@ -97,7 +97,7 @@ func (a *app) printStats(o statsOutput, period time.Duration, s ledger.Stats) er
 	if o.Side != "" {
 		sides = o.Side
 	}
-	t := newTable(a.io.Out, a.colour(), "FIGURE", "VALUE")
+	t := newTable(a.io.Out, a.colour(), "FIGURE", "VALUE").keep(0)
 	rows := [][2]string{
 		{"period", fmt.Sprintf("last %s, since %s (%s)", periodText(period), timeText(o.Since), sides)},
 		{"calls", strconv.FormatInt(o.Calls, 10)},

@@ -90,6 +90,9 @@ type table struct {
 	colour bool
 	width  int
 	rows   [][]cell
+	// whole are the columns never cut (times, states, counts): a cut
+	// timestamp says nothing.
+	whole map[int]bool
 	// cut is set by flush when a cell was shortened.
 	cut bool
 }
@@ -102,6 +105,17 @@ type cell struct {
 func newTable(out io.Writer, colour bool, header ...string) *table {
 	t := &table{out: out, colour: colour}
 	t.row(header...)
+	return t
+}
+
+// keep marks columns that are never cut to fit.
+func (t *table) keep(cols ...int) *table {
+	if t.whole == nil {
+		t.whole = map[int]bool{}
+	}
+	for _, c := range cols {
+		t.whole[c] = true
+	}
 	return t
 }
 
@@ -186,13 +200,13 @@ func (t *table) widths() []int {
 		return n
 	}
 	for total() > t.width {
-		widest := 0
+		widest := -1
 		for i := range w {
-			if w[i] > w[widest] {
+			if !t.whole[i] && (widest < 0 || w[i] > w[widest]) {
 				widest = i
 			}
 		}
-		if w[widest] <= minColumn {
+		if widest < 0 || w[widest] <= minColumn {
 			break // as narrow as it gets: the terminal wraps
 		}
 		w[widest]--

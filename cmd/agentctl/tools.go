@@ -49,7 +49,7 @@ func newToolsCmd(a *app) *cobra.Command {
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "TOOL", "POLICY", "ANNOTATIONS", "DESCRIPTION")
+			t := newTable(a.io.Out, a.colour(), "TOOL", "POLICY", "ANNOTATIONS", "DESCRIPTION").keep(1)
 			for _, tool := range tools {
 				v := verdict(tool)
 				t.row(tool.Name, t.paint(verdictColour(v), string(v)), annotationText(tool.Annotations), clip(orDash(tool.Description), 60))
