@@ -344,6 +344,14 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 	interrupted := ctx.Err() != nil
 	timedOut := !interrupted && errors.Is(context.Cause(runCtx), errCallTimeout)
 	reason := callReason(err, state, interrupted, timedOut)
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		// Already explained (connecting, listing tools), unless it
+		// failed because --timeout ran out.
+		if !timedOut || ee.reason != reasonUnreachable {
+			return err
+		}
+		reason = reasonTimeout
+	}
 	keyText := ""
 	if key != "" {
 		keyText = " (key " + key + ")"
@@ -374,7 +382,7 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 		}
 		e.err = fmt.Errorf("the outcome of %s%s is unknown: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
 	case reasonTimeout:
-		e.err = fmt.Errorf("%s%s gave up after --timeout %s; nothing was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
+		e.err = fmt.Errorf("%s%s gave up after --timeout %s before the request was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
 	case reasonInterrupted:
 		e.err = fmt.Errorf("%s%s was interrupted before it was sent; nothing ran; run the same command again", tool, keyText)
 	case reasonInProgress:

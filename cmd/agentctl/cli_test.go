@@ -194,6 +194,13 @@ func TestCallTimeout(t *testing.T) {
 		t.Errorf("ledger show to-1 = %s; want UNKNOWN (the request may have run)", show.stdout)
 	}
 	e.run(nil, "call", "--server", e.server, "--timeout", "-1s", "get_payment", "payment_id=x").wantExit(t, exitUsage, "--timeout")
+
+	// A server that never answers: nothing was sent, so nothing ran.
+	silent := e.run(nil, "--json", "call", "--server", "sleep 100", "--timeout", "1s", "--key", "to-2", "get_payment", "payment_id=x")
+	silent.wantExit(t, exitUnreachable, "--timeout 1s", "nothing ran")
+	if errs := jsonLines[errorJSON](t, silent.stdout); len(errs) != 1 || errs[0].Error.Reason != reasonTimeout {
+		t.Errorf("--json error of a silent server = %+v; want reason %s", errs, reasonTimeout)
+	}
 }
 
 func TestTablesFitTheTerminal(t *testing.T) {

@@ -67,7 +67,7 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		if st, err = a.ledger(ctx, readWrite); err != nil {
 			return err
 		}
-		ledgerPath = a.ledgerURL
+		ledgerPath = ledger.MaskDSN(a.ledgerURL)
 	} else {
 		s, err := sqlite.Open(ctx, ledgerPath, nil)
 		if err != nil {

@@ -44,7 +44,7 @@ const (
 	reasonNoConfirmer       = "confirmation_needed" // the call needs confirmation and no one could be asked
 	reasonOutcomeUnknown    = "outcome_unknown"     // the call may have run: reconcile it
 	reasonInProgress        = "in_progress"         // another process runs the same operation
-	reasonTimeout           = "timeout"             // --timeout ran out
+	reasonTimeout           = "timeout"             // --timeout ran out before the request was sent
 	reasonUnreachable       = "unreachable"         // the MCP server cannot be reached; nothing ran
 	reasonLedgerUnreachable = "ledger_unreachable"  // the ledger database cannot be reached
 	reasonLedgerLocked      = "ledger_locked"       // another process holds the ledger's write lock
@@ -67,7 +67,7 @@ var reasonExit = map[string]int{
 	reasonNoConfirmer:       exitDenied,
 	reasonOutcomeUnknown:    exitUnknown,
 	reasonInProgress:        exitUnknown,
-	reasonTimeout:           exitUnknown,
+	reasonTimeout:           exitUnreachable,
 	reasonUnreachable:       exitUnreachable,
 	reasonLedgerUnreachable: exitUnreachable,
 	reasonLedgerLocked:      exitUnreachable,
@@ -175,13 +175,15 @@ func callReason(err error, state ledger.State, interrupted, timedOut bool) strin
 		return reasonAwaitingApproval
 	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
 		return reasonOutcomeUnknown
-	case timedOut:
-		return reasonTimeout
-	case interrupted:
-		return reasonInterrupted
 	case errors.Is(err, ledger.ErrInProgress), state == ledger.StateProcessing,
 		retry.Reason(err) == retry.ReasonInProgress:
 		return reasonInProgress
+	case timedOut:
+		// Before anything was sent: a request that may have run is
+		// UNKNOWN above.
+		return reasonTimeout
+	case interrupted:
+		return reasonInterrupted
 	case beforeTool(err):
 		return reasonRejected
 	case errors.Is(err, client.ErrNotSent), state == ledger.StateRetryable, retry.Classify(err) == retry.Transient:

@@ -92,6 +92,10 @@ func (u *upstream) connect(ctx context.Context, opts *mcp.ClientOptions) (*mcp.C
 		}
 		msg := fmt.Sprintf("cannot reach the MCP server %q: %v", u.server, err)
 		if cmd.Process != nil {
+			if ctx.Err() != nil {
+				// Out of time: a child that never answered gets no grace.
+				_ = cmd.Process.Kill()
+			}
 			// Let the dead child's last words arrive before quoting them.
 			done := make(chan struct{})
 			go func() { _ = cmd.Wait(); close(done) }()
