@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"regexp"
+	"strings"
 )
 
 // masked replaces a password in what MaskDSN returns.
@@ -29,9 +30,16 @@ func MaskDSN(s string) string {
 	s = userinfoPassword.ReplaceAllString(s, "${1}"+masked+"@")
 	return passwordParam.ReplaceAllStringFunc(s, func(m string) string {
 		sub := passwordParam.FindStringSubmatch(m)
-		if sub[2] == "" {
+		value := sub[2]
+		if value == "" {
 			return m // password= with no value hides nothing
 		}
-		return sub[1] + masked
+		// Punctuation that ends the value in a sentence ("…password=x: no
+		// route") stays: a message reads the same with the password masked.
+		tail := ""
+		if trimmed := strings.TrimRight(value, ":,.)]"); value[0] != '\'' && value[0] != '"' && trimmed != "" {
+			tail = value[len(trimmed):]
+		}
+		return sub[1] + masked + tail
 	})
 }

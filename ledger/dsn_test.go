@@ -24,6 +24,8 @@ func TestMaskDSN(t *testing.T) {
 		{"in a message", `cannot reach the ledger database "postgres://u:s3cret@h:1/db": refused`, `cannot reach the ledger database "postgres://u:xxxxx@h:1/db": refused`},
 		{"no DSN", "/var/lib/ledger.db", "/var/lib/ledger.db"},
 		{"empty password parameter", "postgres://h/db?password=", "postgres://h/db?password="},
+		{"a sentence goes on after it", "the ledger postgres://h/db?password=s3cret: connection refused", "the ledger postgres://h/db?password=xxxxx: connection refused"},
+		{"keyword/value in parentheses", "(host=h password=s3cret)", "(host=h password=xxxxx)"},
 		{"two URLs", "a postgres://u:one@h/a and postgres://v:two@k/b", "a postgres://u:xxxxx@h/a and postgres://v:xxxxx@k/b"},
 	}
 	for _, tc := range cases {

@@ -97,7 +97,7 @@ approval, 130 interrupted (nothing final recorded).`,
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
-	pf.DurationVar(&a.wait, "wait", defaultLedgerWait, "how long to wait for a SQLite ledger that another process holds locked")
+	pf.DurationVar(&a.wait, "wait", defaultLedgerWait, "how long to wait, as a `DURATION`, for a SQLite ledger that another process holds locked")
 	pf.BoolVar(&a.wide, "wide", false, "print table cells whole, even when the rows are wider than the terminal")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {
