@@ -346,11 +346,15 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 	reason := callReason(err, state, interrupted, timedOut)
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		// Already explained (connecting, listing tools), unless it
-		// failed because --timeout ran out.
-		if !timedOut || ee.reason != reasonUnreachable {
+		// failed because --timeout ran out or a signal came.
+		switch {
+		case ee.reason == reasonUnreachable && timedOut:
+			reason = reasonTimeout
+		case ee.reason == reasonUnreachable && interrupted:
+			reason = reasonInterrupted
+		default:
 			return err
 		}
-		reason = reasonTimeout
 	}
 	keyText := ""
 	if key != "" {

@@ -182,6 +182,19 @@ func TestStatusShowsWaitsAndRetries(t *testing.T) {
 	waiter.waitFor(t, "waiting for another process running create_payment (key w-1)")
 }
 
+func TestInterruptedBeforeSendExits130(t *testing.T) {
+	e := newE2E(t)
+	term := e.onTerminal(nil, "call", "--server", "sleep 100", "--key", "i-1", "get_payment", "payment_id=x")
+	term.waitFor(t, "connecting to sleep 100")
+	if err := term.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	code, screen := term.exit(t)
+	if code != exitInterrupted || !strings.Contains(screen, "nothing ran") {
+		t.Errorf("Ctrl-C while connecting: exit %d, screen %q; want exit %d saying nothing ran", code, screen, exitInterrupted)
+	}
+}
+
 // paymentsHTTP runs the payments example on streamable HTTP with env and
 // extra flags, and returns its URL and a channel closed once its stderr
 // shows watch.
