@@ -12,7 +12,8 @@ import (
 )
 
 // cliStore is the ledger as agentctl's commands use it. It times the
-// writes, so a locked ledger's error gives the wait that really happened,
+// writes (lease renewals aside: they retry on their own timer), so a locked
+// ledger's error gives the wait that really happened,
 // and it shows on the status line when a call waits for another process
 // running the same operation.
 type cliStore struct {
@@ -81,13 +82,6 @@ func (s *cliStore) Transition(ctx context.Context, t ledger.Transition) (*ledger
 	r, err := s.Store.Transition(ctx, t)
 	s.noteBusy(start, err)
 	return r, err
-}
-
-func (s *cliStore) Renew(ctx context.Context, id ledger.ID, owner string, lease time.Duration) error {
-	start := time.Now()
-	err := s.Store.Renew(ctx, id, owner, lease)
-	s.noteBusy(start, err)
-	return err
 }
 
 func (s *cliStore) ExpireLeases(ctx context.Context) (int, error) {
