@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
@@ -100,5 +101,40 @@ func TestBoundLine(t *testing.T) {
 	}
 	if short := "a short line"; boundLine(short) != short {
 		t.Errorf("boundLine(%q) = %q; want it unchanged", short, boundLine(short))
+	}
+}
+
+// A proxy answers a call its ledger did not complete with an error result
+// whose _meta names the record's state: that state sets the exit code.
+func TestToolErrorFromAProxy(t *testing.T) {
+	result := func(meta mcp.Meta) *client.Outcome {
+		return &client.Outcome{Key: "k-1", Result: &mcp.CallToolResult{IsError: true, Meta: meta,
+			Content: []mcp.Content{&mcp.TextContent{Text: "The call did not complete."}}}}
+	}
+	state := func(s ledger.State) mcp.Meta {
+		return mcp.Meta{metaError: map[string]any{"key": "k-1", "state": string(s)}}
+	}
+	tests := []struct {
+		name string
+		out  *client.Outcome
+		want string
+		code int
+	}{
+		{"the tool's own error", result(nil), reasonToolError, exitFailed},
+		{"denied", result(state(ledger.StateDenied)), reasonDenied, exitDenied},
+		{"unknown", result(state(ledger.StateUnknown)), reasonOutcomeUnknown, exitUnknown},
+		{"in progress", result(state(ledger.StateProcessing)), reasonInProgress, exitUnknown},
+		{"awaiting approval", result(state(ledger.StatePendingApproval)), reasonAwaitingApproval, exitAwaiting},
+		{"not sent", result(state(ledger.StateRetryable)), reasonUnreachable, exitUnreachable},
+		{"failed", result(state(ledger.StateFailed)), reasonToolError, exitFailed},
+	}
+	a := &app{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := a.toolError("create_payment", tc.out)
+			if e.reason != tc.want || e.code() != tc.code || e.key != "k-1" {
+				t.Errorf("toolError = reason %s, exit %d, key %q; want %s, %d, k-1", e.reason, e.code(), e.key, tc.want, tc.code)
+			}
+		})
 	}
 }
