@@ -195,9 +195,14 @@ func TestCallTimeout(t *testing.T) {
 	}
 	e.run(nil, "call", "--server", e.server, "--timeout", "-1s", "get_payment", "payment_id=x").wantExit(t, exitUsage, "--timeout")
 
-	// A server that never answers: nothing was sent, so nothing ran.
+	// A server that never answers: nothing was sent, so nothing ran, and
+	// the timeout is kept (the silent child gets no grace).
+	start = time.Now()
 	silent := e.run(nil, "--json", "call", "--server", "sleep 100", "--timeout", "1s", "--key", "to-2", "get_payment", "payment_id=x")
 	silent.wantExit(t, exitUnreachable, "--timeout 1s", "nothing ran")
+	if took := time.Since(start); took > 1900*time.Millisecond {
+		t.Errorf("call --timeout 1s against a silent server took %v", took)
+	}
 	if errs := jsonLines[errorJSON](t, silent.stdout); len(errs) != 1 || errs[0].Error.Reason != reasonTimeout {
 		t.Errorf("--json error of a silent server = %+v; want reason %s", errs, reasonTimeout)
 	}
