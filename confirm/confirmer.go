@@ -67,6 +67,10 @@ var ErrNoConfirmer = errors.New("confirm: no terminal and no elicitation-capable
 // ErrNoAnswer: a confirmer could ask but got no answer (its input ended).
 var ErrNoAnswer = errors.New("confirm: no answer: the input ended before a choice")
 
+// ErrAborted: the person aborted the prompt (Ctrl-C). It is no answer, not
+// a denial, and it wraps context.Canceled: the call was interrupted.
+var ErrAborted = fmt.Errorf("confirm: the prompt was aborted: %w", context.Canceled)
+
 // Static always gives the same answer: for tests and for --yes.
 type Static struct{ Answer Answer }
 

@@ -17,34 +17,86 @@ func TestParseArguments(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"memo": "from a file"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	schema := &mcp.Tool{Name: "t", InputSchema: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"payee":        map[string]any{"type": "string"},
+			"currency":     map[string]any{"type": "string"},
+			"zip":          map[string]any{"type": "string"},
+			"amount_cents": map[string]any{"type": "integer"},
+			"rate":         map[string]any{"type": "number"},
+			"ok":           map[string]any{"type": "boolean"},
+			"note":         map[string]any{"type": []any{"string", "null"}},
+			"obj":          map[string]any{"type": "object"},
+			"list":         map[string]any{"type": "array"},
+			"either":       map[string]any{"anyOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}},
+			"untyped":      map[string]any{},
+		},
+	}}
 	tests := []struct {
 		name  string
+		tool  *mcp.Tool
 		words []string
 		args  string
 		want  string // canonical JSON of the arguments
 	}{
-		{"strings need no quotes", []string{"payee=acme", "currency=EUR"}, "", `{"currency":"EUR","payee":"acme"}`},
-		{"json values", []string{"n=1250", "ok=true", "none=null", `obj={"a":[1,2]}`, "f=1.50"}, "",
-			`{"f":1.50,"n":1250,"none":null,"obj":{"a":[1,2]},"ok":true}`},
-		{"quoted json string", []string{`zip="01234"`}, "", `{"zip":"01234"}`},
-		{"not json stays a string", []string{"zip=01234", "s={oops", "e="}, "", `{"e":"","s":"{oops","zip":"01234"}`},
-		{"equals in the value", []string{"q=a=b"}, "", `{"q":"a=b"}`},
-		{"--args merged, words win", []string{"amount_cents=2"}, `{"amount_cents":1,"payee":"x"}`, `{"amount_cents":2,"payee":"x"}`},
-		{"--args from a file", nil, "@" + file, `{"memo":"from a file"}`},
-		{"nothing", nil, "", `{}`},
+		{"strings need no quotes", schema, []string{"payee=acme", "currency=EUR"}, "", `{"currency":"EUR","payee":"acme"}`},
+		{"a string field keeps digits a string", schema, []string{"payee=1234", "zip=01234"}, "", `{"payee":"1234","zip":"01234"}`},
+		{"a string field keeps null and quotes a string", schema, []string{"payee=null", `currency="EUR"`}, "", `{"currency":"\"EUR\"","payee":"null"}`},
+		{"typed values", schema, []string{"amount_cents=1250", "ok=true", `obj={"a":[1,2]}`, "rate=1.50", "list=[1]"}, "",
+			`{"amount_cents":1250,"list":[1],"obj":{"a":[1,2]},"ok":true,"rate":1.50}`},
+		{"an integral number is an integer", schema, []string{"amount_cents=1e3"}, "", `{"amount_cents":1e3}`},
+		{"string or null takes null", schema, []string{"note=null"}, "", `{"note":null}`},
+		{"string or null takes text", schema, []string{"note=hello"}, "", `{"note":"hello"}`},
+		{"anyOf integer or string", schema, []string{"either=7"}, "", `{"either":7}`},
+		{"anyOf falls back to string", schema, []string{"either=seven"}, "", `{"either":"seven"}`},
+		{"untyped guesses", schema, []string{"untyped=12", "unknown=x"}, "", `{"unknown":"x","untyped":12}`},
+		{"no schema guesses", &mcp.Tool{Name: "x"}, []string{"n=1250", "none=null", "s={oops", "e="}, "", `{"e":"","n":1250,"none":null,"s":"{oops"}`},
+		{"equals in the value", schema, []string{"payee=a=b"}, "", `{"payee":"a=b"}`},
+		{"--args merged, words win", schema, []string{"amount_cents=2"}, `{"amount_cents":1,"payee":"x"}`, `{"amount_cents":2,"payee":"x"}`},
+		{"--args keeps its JSON types", schema, nil, `{"payee":1234}`, `{"payee":1234}`},
+		{"--args from a file", schema, nil, "@" + file, `{"memo":"from a file"}`},
+		{"nothing", schema, nil, "", `{}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseArguments(tc.words, tc.args)
+			a, err := parseArguments(tc.words, tc.args)
 			if err != nil {
 				t.Fatalf("parseArguments(%q, %q) = %v", tc.words, tc.args, err)
+			}
+			got, err := a.typed(tc.tool)
+			if err != nil {
+				t.Fatalf("typed(%q, %q) = %v", tc.words, tc.args, err)
 			}
 			b, err := json.Marshal(got)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(b) != tc.want {
-				t.Errorf("parseArguments(%q, %q) = %s; want %s", tc.words, tc.args, b, tc.want)
+				t.Errorf("typed(%q, %q) = %s; want %s", tc.words, tc.args, b, tc.want)
+			}
+		})
+	}
+
+	misfits := []struct {
+		word, hint string
+	}{
+		{"amount_cents=12.5", "an integer"},
+		{"amount_cents=abc", "an integer"},
+		{"rate=fast", "a number"},
+		{"ok=yes", "true or false"},
+		{"obj=[1]", "a JSON object"},
+		{"list={}", "a JSON array"},
+	}
+	for _, tc := range misfits {
+		t.Run("misfit "+tc.word, func(t *testing.T) {
+			a, err := parseArguments([]string{tc.word}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.typed(schema)
+			if e, ok := errors.AsType[*exitError](err); !ok || e.code() != exitUsage || !strings.Contains(err.Error(), tc.hint) {
+				t.Errorf("typed(%q) = %v; want exit %d mentioning %q", tc.word, err, exitUsage, tc.hint)
 			}
 		})
 	}
@@ -60,14 +112,15 @@ func TestParseArguments(t *testing.T) {
 		{"twice", []string{"a=1", "a=2"}, "", "given twice"},
 		{"invalid json", nil, `{"a":`, "invalid JSON"},
 		{"not an object", nil, `[1,2]`, "not a JSON object"},
-		{"two values", nil, `{} {}`, "more than one value"},
+		{"two values", nil, `{} {}`, "invalid JSON"},
+		{"a name twice in --args", nil, `{"payee":"a","amount_cents":1,"payee":"b"}`, `"payee" is given twice; give each name once`},
 		{"missing file", nil, "@" + filepath.Join(dir, "nope.json"), "@FILE"},
 		{"the key argument", []string{"idempotency_key=k"}, "", "--key"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseArguments(tc.words, tc.args)
-			if e, ok := errors.AsType[*exitError](err); !ok || e.code != exitUsage || !strings.Contains(err.Error(), tc.hint) {
+			if e, ok := errors.AsType[*exitError](err); !ok || e.code() != exitUsage || !strings.Contains(err.Error(), tc.hint) {
 				t.Errorf("parseArguments(%q, %q) = %v; want exit %d mentioning %q", tc.words, tc.args, err, exitUsage, tc.hint)
 			}
 		})

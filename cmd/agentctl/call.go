@@ -17,6 +17,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 func init() { register(newCallCmd) }
@@ -30,6 +31,7 @@ type callFlags struct {
 	yes     bool
 	args    string
 	policy  string
+	timeout time.Duration
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -39,9 +41,17 @@ func newCallCmd(a *app) *cobra.Command {
 		Short: "Call a tool once: a repeat returns the first result instead of running again",
 		Long: `call calls one tool of an MCP server through the ledger.
 
-Arguments are NAME=VALUE words: a VALUE that parses as JSON is that JSON
-(1250, true, null, {"a":1}, "quoted"), anything else is a string. --args takes
-a JSON object (or @FILE holding one); NAME=VALUE words override its keys.
+Arguments are NAME=VALUE words, typed by the tool's input schema: a string
+field takes VALUE as it is (payee=1234 is the string "1234"); an integer,
+number, boolean, null, object or array field takes VALUE as that JSON
+(amount_cents=1250, ok=true, meta='{"a":1}'); a VALUE that fits no type of
+its field is refused before anything runs. A field without a declared type
+takes VALUE as JSON when it is JSON, else as a string. --args takes a JSON
+object (or @FILE holding one); NAME=VALUE words override its keys.
+
+On a terminal, stderr shows what the call is doing: connecting, waiting for
+another process that runs the same operation, retries and their waits, the
+server's progress, a confirmation. --timeout bounds all of it.
 
 The operation's key is --key when given. Without it, the same call (tool and
 arguments) repeated in the same session within the re-planning window (10
@@ -67,9 +77,13 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	fl.BoolVar(&f.newKey, "new", false, "a new operation, even if the same call was made moments ago")
 	fl.BoolVar(&f.yes, "yes", false, "approve a call that needs confirmation")
 	fl.StringVar(&f.args, "args", "", "the arguments as one `JSON` object, or @FILE holding one")
+	fl.DurationVar(&f.timeout, "timeout", 0, "give up after `DURATION` (connecting, waiting and retries included); a call that may have run is then UNKNOWN (exit 4)")
 	a.policyFlag(c, &f.policy)
 	return c
 }
+
+// errCallTimeout is the cause of a call's context when --timeout ran out.
+var errCallTimeout = errors.New("--timeout ran out")
 
 func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []string) error {
 	// Everything the command line alone can get wrong is reported before
@@ -79,11 +93,14 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	}
 	if f.keySet {
 		if err := ledger.ValidateKey(f.key); err != nil {
-			return exitf(exitUsage, "--key %q: %v", f.key, err)
+			return reasonf(reasonInvalidKey, "--key %s: %v", shorten(f.key, 60), err)
 		}
 		if f.newKey {
 			return exitf(exitUsage, "--key names an operation and --new asks for a new one; pass one of them")
 		}
+	}
+	if f.timeout < 0 {
+		return exitf(exitUsage, "--timeout %s: want a positive duration such as 30s or 2m", f.timeout)
 	}
 	args, err := parseArguments(words, f.args)
 	if err != nil {
@@ -96,46 +113,87 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	if f.session == "" {
 		f.session = a.defaultSession()
 	}
-	st, err := a.ledger(ctx, readWrite)
-	if err != nil {
-		return err
+	runCtx := ctx
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, f.timeout, errCallTimeout)
+		defer cancel()
 	}
-	connect := func(ctx context.Context) (*mcp.ClientSession, error) { return f.up.connect(ctx, nil) }
-	cl, err := client.Dial(ctx, connect, st, &client.Options{
+	fail := func(err error) error { return a.callError(ctx, runCtx, toolName, f, err) }
+	st, err := a.ledger(runCtx, readWrite)
+	if err != nil {
+		return fail(err)
+	}
+	a.status.set("connecting to %s…", f.up.label())
+	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
+		return f.up.connect(ctx, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				a.status.progress(toolName, req.Params.Progress, req.Params.Total, req.Params.Message)
+			},
+		})
+	}
+	maxAttempts := retry.DefaultMaxAttempts
+	cl, err := client.Dial(runCtx, connect, st, &client.Options{
 		Tenant:    a.tenant,
 		Session:   f.session,
 		Policy:    policy,
-		Confirmer: a.confirmer(f.yes),
+		Confirmer: a.statusConfirmer(a.confirmer(f.yes)),
 		Logger:    a.logger(),
+		Retry: &retry.Policy{MaxAttempts: maxAttempts, OnRetry: func(err error, next time.Duration, attempt int) {
+			a.status.retrying(toolName, attempt, maxAttempts, next, retryWhy(err))
+		}},
 	})
 	if err != nil {
-		return withCode(exitUnreachable, err)
+		return fail(withCode(exitUnreachable, err))
 	}
 	defer cl.Close()
 
-	tools, err := listTools(ctx, cl.Session())
+	a.status.set("listing the tools of %s…", f.up.label())
+	tools, err := listTools(runCtx, cl.Session())
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t.Name == toolName })
 	if i < 0 {
-		return exitf(exitUsage, "%s has no tool %q; its tools are: %s", f.up.label(), toolName, toolNames(tools))
+		return reasonf(reasonInvalidArgument, "%s has no tool %s; its tools are: %s", f.up.label(), shorten(toolName, 60), toolNames(tools))
 	}
-	if err := checkArguments(tools[i], args); err != nil {
+	typed, err := args.typed(tools[i])
+	if err != nil {
+		return err
+	}
+	if err := checkArguments(tools[i], typed); err != nil {
 		return err
 	}
 
 	switch {
 	case f.keySet:
-		ctx = client.WithKey(ctx, f.key)
+		runCtx = client.WithKey(runCtx, f.key)
 	case f.newKey:
-		ctx = client.WithNewKey(ctx)
+		runCtx = client.WithNewKey(runCtx)
 	}
-	out, err := cl.Call(ctx, &mcp.CallToolParams{Name: toolName, Arguments: args})
+	params := &mcp.CallToolParams{Name: toolName, Arguments: typed}
+	if a.status != nil {
+		// Ask for progress notifications only where they are shown.
+		params.SetProgressToken("agentctl-" + randomID())
+	}
+	a.status.set("calling %s…", toolName)
+	out, err := cl.Call(runCtx, params)
+	a.status.clear()
 	if err != nil {
-		return a.callError(ctx, toolName, f, err)
+		return fail(err)
 	}
 	return a.printOutcome(toolName, out)
+}
+
+// retryWhy names the failure that makes the client retry, briefly.
+func retryWhy(err error) string {
+	if r := retry.Reason(err); r != "" {
+		return r
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return shorten(oneLine(err.Error()), 60)
 }
 
 // policyFlag adds --policy FILE (env MCPLEDGER_POLICY).
@@ -186,10 +244,20 @@ type callJSON struct {
 	FirstAt  *time.Time          `json:"firstAt,omitempty"`
 	Attempts int                 `json:"attempts"`
 	Result   *mcp.CallToolResult `json:"result,omitempty"`
-	Error    string              `json:"error,omitempty"`
 }
 
 func (a *app) printOutcome(tool string, out *client.Outcome) error {
+	var fail *exitError
+	if out.Result != nil && out.Result.IsError {
+		fail = a.toolError(tool, out)
+		if fail.reason != reasonToolError {
+			// The ledger behind a proxy answered, not the tool: the error
+			// says what happened, and under --json it is the one object.
+			return fail
+		}
+		// The result is the answer; the error only sets the exit code.
+		fail.printed = true
+	}
 	state := ledger.StateSucceeded
 	if out.Result != nil && out.Result.IsError {
 		state = ledger.StateFailed
@@ -225,55 +293,123 @@ func (a *app) printOutcome(tool string, out *client.Outcome) error {
 			fmt.Fprintf(a.io.Err, "key %s: %s after %d attempt(s)\n", out.Key, state, attempts)
 		}
 	}
-	if out.Result != nil && out.Result.IsError {
-		return &exitError{code: exitFailed, err: fmt.Errorf("%s returned a tool error (key %s)", tool, out.Key)}
+	if fail != nil {
+		return fail
 	}
 	return nil
 }
 
-// callError maps a failed call to its exit code and one line naming the fix.
-func (a *app) callError(ctx context.Context, tool string, f *callFlags, err error) error {
+// toolError is the exit of an isError result. A proxy (agentctl proxy)
+// answers a call its ledger did not complete with an error result whose
+// _meta names the record's state; that state, not "the tool failed",
+// decides the exit code.
+func (a *app) toolError(tool string, out *client.Outcome) *exitError {
+	key, state := out.Key, ledger.StateFailed
+	if m, ok := out.Result.Meta[wire.MetaError].(map[string]any); ok {
+		if s, ok := m["state"].(string); ok {
+			state = ledger.State(s)
+		}
+		if k, ok := m["key"].(string); ok && k != "" {
+			key = k
+		}
+	}
+	reason := stateReason(state)
+	text := boundLine(resultText(out.Result))
+	e := &exitError{reason: reason, key: key, state: string(state)}
+	switch reason {
+	case "":
+		e.reason = reasonToolError
+		e.err = fmt.Errorf("%s returned a tool error (key %s); it ran and will not be retried with this key", tool, key)
+	case reasonDenied:
+		e.err = fmt.Errorf("%s was denied at the proxy (key %s): %s", tool, key, text)
+	case reasonAwaitingApproval:
+		e.err = fmt.Errorf("%s awaits approval at the proxy (key %s); approve it there, then run the same command again", tool, key)
+	case reasonOutcomeUnknown:
+		e.err = fmt.Errorf("the outcome of %s (key %s) is unknown at the proxy: check at the server, then reconcile it in the proxy's ledger (agentctl ledger reconcile %s --as succeeded|failed)", tool, key, key)
+	case reasonInProgress:
+		e.err = fmt.Errorf("%s (key %s) is still in progress behind the proxy; run the same command again later to get its result", tool, key)
+	default:
+		e.err = fmt.Errorf("%s did not complete at the proxy (key %s, state %s): %s", tool, key, state, text)
+	}
+	return e
+}
+
+// callError maps a failed call to its reason (hence its exit code) and one
+// line naming the fix. ctx is the run's context (cancelled by a signal),
+// runCtx the call's (also bounded by --timeout).
+func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, err error) error {
 	var key string
 	var state ledger.State
 	if ce, ok := errors.AsType[*client.Error](err); ok {
 		key, state = ce.Key, ce.State
 	}
-	if a.json {
-		// Scripts read the key of the record to reconcile from stdout.
-		if jerr := a.printJSON(callJSON{Tool: tool, Key: key, State: state, Error: oneLine(err.Error())}); jerr != nil {
-			return jerr
+	interrupted := ctx.Err() != nil
+	timedOut := !interrupted && errors.Is(context.Cause(runCtx), errCallTimeout)
+	reason := callReason(err, state, interrupted, timedOut)
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		// Already explained (connecting, listing tools), unless it
+		// failed because --timeout ran out or a signal came.
+		switch {
+		case ee.reason == reasonUnreachable && timedOut:
+			reason = reasonTimeout
+		case ee.reason == reasonUnreachable && interrupted:
+			reason = reasonInterrupted
+		default:
+			return err
 		}
 	}
 	keyText := ""
 	if key != "" {
 		keyText = " (key " + key + ")"
 	}
-	switch {
-	case errors.Is(err, ledger.ErrKeyReused):
-		return exitf(exitUsage, "key %s was already used for %s with other arguments; nothing ran; pass another --key, or the arguments of the first call", orDash(key), tool)
-	case errors.Is(err, ledger.ErrInvalidKey):
-		return exitf(exitUsage, "%v", err)
-	case errors.Is(err, client.ErrRejected) && errors.Is(err, confirm.ErrNoConfirmer):
-		return exitf(exitUsage, "%s needs confirmation and no one could be asked%s; nothing ran; run it again on a terminal, or with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText)
-	case errors.Is(err, client.ErrRejected) && (errors.Is(err, context.Canceled) || ctx.Err() != nil):
-		return exitf(exitInterrupted, "interrupted at the confirmation of %s%s; nothing ran and nothing final was recorded; run the same command again to be asked again", tool, keyText)
-	case errors.Is(err, client.ErrRejected):
-		return exitf(exitUsage, "the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
-	case errors.Is(err, client.ErrDenied), state == ledger.StateDenied:
+	e := &exitError{reason: reason, key: key, state: string(state)}
+	switch reason {
+	case reasonKeyReused:
+		// The state is the first call's; this call recorded nothing.
+		e.state = ""
+		e.err = fmt.Errorf("key %s was already used for %s with other arguments; nothing ran; pass another --key, or the arguments of the first call", orDash(key), tool)
+	case reasonArgumentsTooLarge:
+		e.err = fmt.Errorf("the arguments of %s are too large for the ledger: %v; nothing ran; send a reference (a URL, a file id) instead of the content", tool, err)
+	case reasonNoConfirmer:
+		e.err = fmt.Errorf("%s needs confirmation and no one could be asked%s; nothing ran; run it again on a terminal, or with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText)
+	case reasonDenied:
 		return a.deniedError(ctx, tool, key)
-	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
-		return exitf(exitUnknown, "the outcome of %s%s is unknown: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
-	case errors.Is(err, ledger.ErrInProgress), state.Waiting():
-		return exitf(exitUnknown, "%s%s is still in progress elsewhere; look later with agentctl ledger show %s", tool, keyText, orDash(key))
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitUnknown, "%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
-	case errors.Is(err, client.ErrNotSent), state == ledger.StateRetryable, retry.Classify(err) == retry.Transient:
-		return exitf(exitUnreachable, "cannot reach %s: %v; nothing ran; run the same command again once it is up", f.up.label(), err)
+	case reasonRejected:
+		e.err = fmt.Errorf("the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
+	case reasonAwaitingApproval:
+		e.err = fmt.Errorf("%s%s awaits a person's approval; approve it, then run the same command again", tool, keyText)
+	case reasonOutcomeUnknown:
+		if errors.Is(err, context.Canceled) && state == "" {
+			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
+			break
+		}
+		e.err = fmt.Errorf("the outcome of %s%s is unknown: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
+	case reasonTimeout:
+		e.err = fmt.Errorf("%s%s gave up after --timeout %s before the request was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
+	case reasonInterrupted:
+		if errors.Is(err, client.ErrRejected) {
+			e.err = fmt.Errorf("interrupted at the confirmation of %s%s; nothing ran and nothing final was recorded; run the same command again to be asked again", tool, keyText)
+			break
+		}
+		e.err = fmt.Errorf("%s%s was interrupted before it was sent; nothing ran; run the same command again", tool, keyText)
+	case reasonInProgress:
+		e.err = fmt.Errorf("%s%s is still in progress elsewhere; look later with agentctl ledger show %s", tool, keyText, orDash(key))
+	case reasonUnreachable:
+		e.err = fmt.Errorf("cannot reach %s: %v; nothing ran; run the same command again once it is up", f.up.label(), err)
+	case reasonLedgerLocked:
+		// run explains it once the client has closed: closing writes the
+		// call events, which may wait for the lock too.
+		return err
+	case reasonLedgerUnreachable, reasonLedgerInvalid, reasonUsage, reasonInvalidArgument, reasonInvalidKey:
+		e.err = err
+	default:
+		if state == ledger.StateFailed {
+			e.err = fmt.Errorf("%s failed%s and will not be retried: %v; fix the arguments (see agentctl tools) and call again", tool, keyText, errors.Unwrap(err))
+			break
+		}
+		e.err = err
 	}
-	if state == ledger.StateFailed {
-		return exitf(exitFailed, "%s failed%s and will not be retried: %v; fix the arguments (see agentctl tools) and call again", tool, keyText, errors.Unwrap(err))
-	}
-	return withCode(exitFailed, err)
+	return e
 }
 
 // rejection is the server's own words for a refused request.
@@ -294,6 +430,9 @@ func (a *app) deniedError(ctx context.Context, tool, key string) error {
 			rec = r
 		}
 	}
+	if rec == nil {
+		return &exitError{reason: reasonDenied, key: key, state: string(ledger.StateDenied), err: fmt.Errorf("%s was denied (key %s); nothing ran; to run the call after all, pass --new or another --key (and check the policy file if the policy denied it)", tool, orDash(key))}
+	}
 	by, reason := "the policy", rec.ErrorMessage
 	if ap := rec.Approval; ap != nil {
 		by, reason = ap.By, ap.Reason
@@ -301,7 +440,7 @@ func (a *app) deniedError(ctx context.Context, tool, key string) error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	return exitf(exitDenied, "%s was denied by %s (key %s): %s; nothing ran; the denial is final for this key: to run the call after all, pass --new or another --key (and check the policy file if the policy denied it)", tool, by, key, reason)
+	return &exitError{reason: reasonDenied, key: key, state: string(rec.State), err: fmt.Errorf("%s was denied by %s (key %s): %s; nothing ran; the denial is final for this key: to run the call after all, pass --new or another --key (and check the policy file if the policy denied it)", tool, by, key, shorten(reason, 200))}
 }
 
 func toolNames(tools []*mcp.Tool) string {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/confirm/terminal"
-	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
@@ -69,7 +69,7 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		if st, err = a.ledger(ctx, readWrite); err != nil {
 			return err
 		}
-		ledgerPath = a.ledgerURL
+		ledgerPath = ledger.MaskDSN(a.ledgerURL)
 	} else {
 		s, err := sqlite.Open(ctx, ledgerPath, nil)
 		if errors.Is(err, sqlite.ErrNoDriver) {

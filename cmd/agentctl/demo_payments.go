@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/internal/payments"
 )
 
 func init() { register(newDemoPaymentsCmd) }

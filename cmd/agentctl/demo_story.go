@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
-	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"

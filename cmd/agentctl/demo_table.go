@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 

@@ -154,7 +154,13 @@ type callResult struct {
 		IsError bool           `json:"isError"`
 		Meta    map[string]any `json:"_meta"`
 	} `json:"result"`
-	Error string `json:"error"`
+	Error *struct {
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+		Key     string `json:"key"`
+		State   string `json:"state"`
+		Exit    int    `json:"exit"`
+	} `json:"error"`
 }
 
 func oneCall(t *testing.T, o outcome) callResult {
@@ -235,8 +241,9 @@ func TestCallJSON(t *testing.T) {
 	}
 	unasked := e.call(nil, append([]string{"--json", "--key", "j-3"}, pay...)...)
 	unasked.wantExit(t, exitUsage)
-	if d := oneCall(t, unasked); d.Key != "j-3" || d.State != "REJECTED" || d.Error == "" {
-		t.Errorf("call --json of a call no one could confirm = %+v; want key j-3, REJECTED and the error", d)
+	if d := oneCall(t, unasked); d.Error == nil || d.Error.Key != "j-3" || d.Error.State != "REJECTED" ||
+		d.Error.Reason != reasonNoConfirmer || d.Error.Exit != exitUsage || d.Error.Message == "" {
+		t.Errorf("call --json of a call no one could confirm = %+v; want the error object with key j-3, REJECTED, reason %s and exit %d", d.Error, reasonNoConfirmer, exitUsage)
 	}
 
 	tools := e.run(nil, "--json", "tools", "--server", e.server)

@@ -49,12 +49,12 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "CREATED", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION")
+			t := newTable(a.io.Out, a.colour(), "CREATED", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 3, 4)
 			for _, r := range records {
 				t.row(timeText(r.CreatedAt), r.Tool, r.Key, t.paint(stateColour(r.State), string(r.State)),
 					strconv.Itoa(r.Attempts), orDash(r.Session))
 			}
-			if err := t.flush(); err != nil {
+			if err := a.flushTable(t); err != nil {
 				return err
 			}
 			if more {

@@ -36,7 +36,7 @@ Purge is maintenance of the whole ledger: it applies to every tenant.`,
 				}
 				req.UpdatedBefore = now.Add(-d)
 			}
-			st, err := a.ledger(c.Context(), readOnly)
+			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
 				return err
 			}

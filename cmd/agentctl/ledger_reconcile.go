@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
@@ -21,7 +22,7 @@ const kindReconciled = "reconciled"
 
 // metaReconciled marks the result of a reconciled record, beside the replay
 // marker, so a runtime can tell it from a result the tool returned.
-const metaReconciled = "io.github.mcpledger/reconciled"
+const metaReconciled = wire.MetaReconciled
 
 func newLedgerReconcileCmd(a *app) *cobra.Command {
 	var as, note, tool string
@@ -47,7 +48,7 @@ decided (isError is set for --as failed).`,
 			default:
 				return exitf(exitUsage, "--as %q: want --as succeeded or --as failed", as)
 			}
-			st, err := a.ledger(c.Context(), readOnly)
+			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
 				return err
 			}

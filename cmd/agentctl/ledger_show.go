@@ -38,7 +38,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 
 // showRecord prints a record as aligned "field value" lines.
 func (a *app) showRecord(r *ledger.Record) error {
-	t := newTable(a.io.Out, a.colour(), "FIELD", "VALUE")
+	t := newTable(a.io.Out, a.colour(), "FIELD", "VALUE").keep(0)
 	t.row("key", r.Key)
 	t.row("tool", r.Tool)
 	t.row("tenant", r.Tenant)
@@ -83,5 +83,5 @@ func (a *app) showRecord(r *ledger.Record) error {
 		}
 		t.row("result", clip(text, 200))
 	}
-	return t.flush()
+	return a.flushTable(t)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -56,17 +57,21 @@ server stopped before its handler, and replay latency p50 and p99
 			if q.Side != "" && q.Side != ledger.SideClient && q.Side != ledger.SideServer {
 				return exitf(exitUsage, "--side %q: want client or server, or leave it out for both", side)
 			}
+			// A ledger that does not exist yet has recorded nothing: its
+			// figures are zeros, not an error.
+			var s ledger.Stats
 			st, err := a.ledger(c.Context(), readOnly)
-			if err != nil {
-				return err
-			}
-			el, ok := st.(ledger.EventLog)
-			if !ok {
-				return exitf(exitUsage, "this ledger (%T) keeps no call events, so it has no stats", st)
-			}
-			s, err := el.Stats(c.Context(), q)
-			if err != nil {
-				return err
+			if _, none := errors.AsType[noLedger](err); !none {
+				if err != nil {
+					return err
+				}
+				el, ok := st.(ledger.EventLog)
+				if !ok {
+					return exitf(exitUsage, "this ledger keeps no call events, so it has no stats")
+				}
+				if s, err = el.Stats(c.Context(), q); err != nil {
+					return err
+				}
 			}
 			out := statsOutput{
 				Tenant: q.Tenant, Since: q.Since, Side: side,
@@ -92,7 +97,7 @@ func (a *app) printStats(o statsOutput, period time.Duration, s ledger.Stats) er
 	if o.Side != "" {
 		sides = o.Side
 	}
-	t := newTable(a.io.Out, a.colour(), "FIGURE", "VALUE")
+	t := newTable(a.io.Out, a.colour(), "FIGURE", "VALUE").keep(0)
 	rows := [][2]string{
 		{"period", fmt.Sprintf("last %s, since %s (%s)", periodText(period), timeText(o.Since), sides)},
 		{"calls", strconv.FormatInt(o.Calls, 10)},
@@ -112,7 +117,7 @@ func (a *app) printStats(o statsOutput, period time.Duration, s ledger.Stats) er
 		}
 		t.row(r[0], cell)
 	}
-	return t.flush()
+	return a.flushTable(t)
 }
 
 // parsePeriod reads --since: a Go duration, or a whole number of days.

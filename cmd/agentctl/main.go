@@ -8,8 +8,11 @@
 //	agentctl ledger list --state unknown
 //	agentctl ledger reconcile order-42 --as succeeded --note "seen in the bank statement"
 //
-// Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
-// 4 outcome unknown (or still in progress), 5 upstream unreachable.
+// Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input (also
+// arguments the server rejected before the tool ran), 3 denied, 4 outcome
+// unknown (or still in progress), 5 upstream or ledger unreachable, 6
+// awaiting approval, 130 interrupted with nothing final recorded. They are
+// mapped from errors in one place, exit.go.
 //
 // The CLI is built on github.com/spf13/cobra: it is the most used Go CLI
 // library, it generates help and shell completion for bash, zsh, fish and

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 
+	"github.com/charmbracelet/x/term"
 	goisatty "github.com/mattn/go-isatty"
+	"github.com/mattn/go-runewidth"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -28,6 +30,44 @@ func (a *app) colour() bool {
 	return isTerminal(a.io.Out)
 }
 
+// termWidth is the width of the terminal on w (0 when w is none), or
+// COLUMNS when it is set.
+func (a *app) termWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	f, ok := w.(*os.File)
+	if !ok || !isatty(f.Fd()) {
+		return 0
+	}
+	width, _, err := term.GetSize(f.Fd())
+	if err != nil || width <= 0 {
+		return 80
+	}
+	return width
+}
+
+// tableWidth is the width tables fit on stdout: the terminal's, or no
+// limit under --wide or when stdout is no terminal (and COLUMNS is unset).
+func (a *app) tableWidth() int {
+	if a.wide {
+		return 0
+	}
+	return a.termWidth(a.io.Out)
+}
+
+// flushTable writes t fitted to stdout, and says so on stderr when cells
+// were cut.
+func (a *app) flushTable(t *table) error {
+	if err := t.fit(a.tableWidth()).flush(); err != nil {
+		return err
+	}
+	if t.cut {
+		fmt.Fprintf(a.io.Err, "(cells cut to fit %d columns: --wide shows them whole, --json shows everything)\n", t.width)
+	}
+	return nil
+}
+
 // printJSON writes v as one line of JSON: --json prints one object per result
 // so a script can read the output line by line.
 func (a *app) printJSON(v any) error {
@@ -40,31 +80,139 @@ func (a *app) printJSON(v any) error {
 	return err
 }
 
-// table writes aligned columns. tabwriter counts the bytes of colour codes
-// as width, so with colour on every cell carries a code of the same length
-// (plain when paint gave it none) and the columns stay aligned.
+// table writes aligned columns that fit the terminal: when the rows are
+// wider than width, the widest columns are cut (with an ellipsis) until
+// they fit, so a terminal never wraps a row mid-word. A width of 0 (not a
+// terminal, or --wide) cuts nothing. Colour codes are added after the
+// padding, so they never count as width.
 type table struct {
-	w      *tabwriter.Writer
+	out    io.Writer
 	colour bool
+	width  int
+	rows   [][]cell
+	// whole are the columns never cut (times, states, counts): a cut
+	// timestamp says nothing.
+	whole map[int]bool
+	// cut is set by flush when a cell was shortened.
+	cut bool
+}
+
+// cell is the plain text of a table cell and its colour ("" for none).
+type cell struct {
+	text, code string
 }
 
 func newTable(out io.Writer, colour bool, header ...string) *table {
-	t := &table{w: tabwriter.NewWriter(out, 0, 0, 2, ' ', 0), colour: colour}
+	t := &table{out: out, colour: colour}
 	t.row(header...)
 	return t
 }
 
-func (t *table) row(cells ...string) {
-	for i, c := range cells {
-		if !strings.HasPrefix(c, "\x1b[") {
-			// paint already cleaned and coloured this one.
-			cells[i] = t.paint(plain, c)
-		}
+// keep marks columns that are never cut to fit.
+func (t *table) keep(cols ...int) *table {
+	if t.whole == nil {
+		t.whole = map[int]bool{}
 	}
-	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
+	for _, c := range cols {
+		t.whole[c] = true
+	}
+	return t
 }
 
-func (t *table) flush() error { return t.w.Flush() }
+// fit makes the table fit width columns (0: no limit).
+func (t *table) fit(width int) *table {
+	t.width = width
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	r := make([]cell, len(cells))
+	for i, c := range cells {
+		r[i] = unpaint(c)
+	}
+	t.rows = append(t.rows, r)
+}
+
+// unpaint splits a cell made by paint into its text and colour.
+func unpaint(s string) cell {
+	if len(s) >= len(plain)+len(reset) && strings.HasPrefix(s, "\x1b[") && strings.HasSuffix(s, reset) {
+		return cell{text: s[len(plain) : len(s)-len(reset)], code: s[:len(plain)]}
+	}
+	return cell{text: printable(s, false)}
+}
+
+// columnGap is the space between columns.
+const columnGap = 2
+
+// minColumn is the narrowest a column is cut to (its header may be wider).
+const minColumn = 8
+
+func (t *table) flush() error {
+	widths := t.widths()
+	var b strings.Builder
+	for _, r := range t.rows {
+		b.Reset()
+		for i, c := range r {
+			text := c.text
+			if n := runewidth.StringWidth(text); n > widths[i] {
+				text = runewidth.Truncate(text, widths[i], "…")
+				t.cut = true
+			}
+			last := i == len(r)-1
+			pad := ""
+			if !last {
+				pad = strings.Repeat(" ", widths[i]-runewidth.StringWidth(text)+columnGap)
+			}
+			if t.colour && c.code != "" {
+				text = c.code + text + reset
+			}
+			b.WriteString(text)
+			b.WriteString(pad)
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(t.out, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// widths is each column's width: its widest cell, then, while the row is
+// wider than t.width, the widest column loses one column at a time.
+func (t *table) widths() []int {
+	var w []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i >= len(w) {
+				w = append(w, 0)
+			}
+			w[i] = max(w[i], runewidth.StringWidth(c.text))
+		}
+	}
+	if t.width <= 0 || len(w) == 0 {
+		return w
+	}
+	total := func() int {
+		n := columnGap * (len(w) - 1)
+		for _, x := range w {
+			n += x
+		}
+		return n
+	}
+	for total() > t.width {
+		widest := -1
+		for i := range w {
+			if !t.whole[i] && (widest < 0 || w[i] > w[widest]) {
+				widest = i
+			}
+		}
+		if widest < 0 || w[widest] <= minColumn {
+			break // as narrow as it gets: the terminal wraps
+		}
+		w[widest]--
+	}
+	return w
+}
 
 // ANSI colours with codes of one length each (ESC [ 3 x m).
 const (

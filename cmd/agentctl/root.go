@@ -2,27 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mcpledger/mcpledger/ledger"
-)
-
-// Exit codes of DESIGN.md "agentctl".
-const (
-	exitOK          = 0
-	exitFailed      = 1 // the tool said no (isError), or a replayed failure
-	exitUsage       = 2 // bad usage or input: fix the command line and run again
-	exitDenied      = 3 // a person or the policy refused the call
-	exitUnknown     = 4 // the outcome is unknown or still in progress: reconcile
-	exitUnreachable = 5 // the upstream server could not be reached
-	exitAwaiting    = 6 // the call waits for a person's approval
-	exitInterrupted = 130
 )
 
 // commands holds the constructors of the subcommands. Each command file
@@ -47,51 +36,38 @@ type app struct {
 	ledgerURL string
 	tenant    string
 	json      bool
+	wide      bool
+	wait      time.Duration
 
 	store      ledger.Store
 	closeStore func() error
 
+	// envDefaults maps a flag default taken from the environment to the
+	// default shown in help instead (see hideEnvDefaults).
+	envDefaults map[string]string
+	// status is the activity line on a terminal's stderr; nil (quiet)
+	// under --json or without a terminal.
+	status *status
+	// busy is when ledger writes waited for a lock another process held.
+	busy busySpan
+
 	obs observability // logging and OpenTelemetry export (otel.go)
-}
-
-// exitError carries the exit code for an error a command returns.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// exitf returns an error that ends the run with code. The message is the one
-// line printed on stderr; it names the fix.
-func exitf(code int, format string, args ...any) error {
-	return &exitError{code: code, err: fmt.Errorf(format, args...)}
-}
-
-// withCode attaches code to err unless err already carries one.
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errors.AsType[*exitError](err); ok {
-		return err
-	}
-	return &exitError{code: code, err: err}
 }
 
 // run executes one agentctl command line and returns the exit code.
 func run(ctx context.Context, args []string, s stdio, getenv func(string) string) int {
-	a := &app{io: s, getenv: getenv}
+	a := &app{io: s, getenv: getenv, envDefaults: map[string]string{}}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	err := root.ExecuteContext(ctx)
+	a.status.clear()
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = withCode(exitFailed, fmt.Errorf("closing the ledger: %w", cerr))
 	}
+	err = a.explainLedger(err)
 	if oerr := a.stopObservability(); oerr != nil {
 		// The command's own result stands; only the export failed.
 		a.logger().Error("telemetry", "err", oerr)
@@ -99,12 +75,7 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	if err == nil {
 		return exitOK
 	}
-	code := exitUsage // cobra's own errors: unknown command, flag or argument count
-	if e, ok := errors.AsType[*exitError](err); ok {
-		code = e.code
-	}
-	fmt.Fprintf(s.Err, "agentctl: %s\n", oneLine(err.Error()))
-	return code
+	return a.report(err)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -114,8 +85,11 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `agentctl calls MCP tools through the mcpledger idempotency ledger, so a
 repeated call returns the first call's result instead of a second side effect.
 
-Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
-4 outcome unknown or still in progress, 5 upstream unreachable.`,
+Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input (also
+arguments the server rejected before the tool ran), 3 denied, 4 outcome
+unknown or still in progress, 5 upstream or ledger unreachable, 6 awaiting
+approval, 130 interrupted (nothing final recorded).`,
+		Version:       versionText(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Help and completion are generated; a bare "agentctl" shows help.
@@ -129,27 +103,52 @@ Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
-	a.addObservabilityFlags(root)
+	pf.DurationVar(&a.wait, "wait", defaultLedgerWait, "how long to wait, as a `DURATION`, for a SQLite ledger that another process holds locked")
+	pf.BoolVar(&a.wide, "wide", false, "print table cells whole, even when the rows are wider than the terminal")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {
-			return exitf(exitUsage, "--tenant %q: %v", a.tenant, err)
+			return exitf(exitUsage, "--tenant %s: %v", shorten(a.tenant, 40), err)
 		}
+		if a.wait <= 0 {
+			return exitf(exitUsage, "--wait %s: want a positive duration such as 5s or 1m", a.wait)
+		}
+		a.status = newStatus(a.io.Err, !a.json && isTerminal(a.io.Err) && a.getenv("TERM") != "dumb", func() int { return a.termWidth(a.io.Err) })
 		return a.startObservability(c.Context(), c)
 	}
+	a.addObservabilityFlags(root)
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
 	// Every Use line already shows its flags the way DESIGN.md writes them.
 	walk(root, func(c *cobra.Command) { c.DisableFlagsInUseLine = true })
+	walk(root, a.hideEnvDefaults)
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	return root
 }
 
-// env returns the environment variable name, or def when it is empty.
+// env returns the environment variable name, or def when it is empty. A
+// value taken from the environment becomes a flag's default, and help
+// must not print it (a ledger URL holds a password): hideEnvDefaults shows
+// def instead.
 func (a *app) env(name, def string) string {
 	if v := a.getenv(name); v != "" {
+		a.envDefaults[v] = def
 		return v
 	}
 	return def
+}
+
+// hideEnvDefaults makes help show each flag's own default instead of the
+// environment value that replaced it: the flag's help text names the
+// variable.
+func (a *app) hideEnvDefaults(c *cobra.Command) {
+	hide := func(f *pflag.Flag) {
+		if def, ok := a.envDefaults[f.DefValue]; ok && f.DefValue != "" {
+			f.DefValue = def
+		}
+	}
+	c.Flags().VisitAll(hide)
+	c.PersistentFlags().VisitAll(hide)
 }
 
 func walk(c *cobra.Command, f func(*cobra.Command)) {

@@ -23,9 +23,14 @@ type access int
 
 const (
 	readWrite access = iota
-	// readOnly commands never create a ledger: a missing SQLite file is
-	// almost always a mistyped --ledger, and an empty new file would hide it.
+	// readOnly commands (list, show, stats) open the ledger read-only:
+	// they never create, migrate or write it. A missing SQLite file is
+	// almost always a mistyped --ledger, and an empty new file would hide
+	// it; a file others may only read can still be inspected.
 	readOnly
+	// existing commands (reconcile, purge) write, but only to a ledger
+	// that exists: like readOnly, they never create one.
+	existing
 )
 
 // defaultLedgerPath is $XDG_STATE_HOME/mcpledger/ledger.db, else
@@ -61,7 +66,7 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 	if scheme, _, ok := strings.Cut(target, "://"); ok {
 		open, found := ledgerBackends[strings.ToLower(scheme)]
 		if !found {
-			return nil, exitf(exitUsage, "--ledger %s: no ledger backend for %q; pass a SQLite file path or a postgres:// URL", redactURL(target), scheme)
+			return nil, reasonf(reasonLedgerInvalid, "--ledger %s: no ledger backend for %q; pass a SQLite file path or a postgres:// URL", ledger.MaskDSN(target), scheme)
 		}
 		st, err := open(ctx, target)
 		if err != nil {
@@ -70,39 +75,58 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 		a.store, a.closeStore = st, st.Close
 		return st, nil
 	}
-	st, err := openSQLite(ctx, target, mode)
+	st, err := a.openSQLite(ctx, target, mode)
 	if err != nil {
 		return nil, err
 	}
-	a.store, a.closeStore = st, st.Close
-	return st, nil
+	a.store, a.closeStore = a.timed(st), st.Close
+	return a.store, nil
 }
 
-func openSQLite(ctx context.Context, path string, mode access) (ledger.Store, error) {
+func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.Store, error) {
 	if err := sqlite.Available(); err != nil {
 		// A build without cgo: nothing about the file is wrong.
 		return nil, exitf(exitUnreachable, "%v", err)
 	}
 	info, err := os.Stat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && mode == readOnly:
-		return nil, exitf(exitUsage, "no ledger at %s: nothing has been recorded there yet, or --ledger names the wrong file", path)
+	case errors.Is(err, fs.ErrNotExist) && mode != readWrite:
+		return nil, &exitError{reason: reasonLedgerInvalid, err: noLedger(fmt.Sprintf(
+			"no ledger at %s: nothing has been recorded there yet, or --ledger names the wrong file", path))}
 	case errors.Is(err, fs.ErrNotExist):
 		// The ledger holds call arguments: keep its folder private.
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, exitf(exitUsage, "cannot create the ledger folder %s: %v; pass --ledger with a writable path", filepath.Dir(path), err)
+			return nil, reasonf(reasonLedgerInvalid, "cannot create the ledger folder %s: %v; pass --ledger with a writable path", filepath.Dir(path), err)
 		}
 	case err != nil:
-		return nil, exitf(exitUsage, "cannot read the ledger %s: %v; pass --ledger with a readable SQLite file", path, err)
+		return nil, reasonf(reasonLedgerInvalid, "cannot read the ledger %s: %v; pass --ledger with a readable SQLite file", path, err)
 	case info.IsDir():
-		return nil, exitf(exitUsage, "the ledger %s is a directory; pass --ledger with a SQLite file path", path)
+		return nil, reasonf(reasonLedgerInvalid, "the ledger %s is a directory; pass --ledger with a SQLite file path", path)
 	}
-	st, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		return nil, exitf(exitUsage, "cannot open the ledger %s: %v; pass --ledger with a SQLite ledger file (or move this file away)", path, err)
+	st, err := sqlite.Open(ctx, path, &sqlite.Options{
+		ReadOnly:    mode == readOnly,
+		BusyTimeout: a.wait,
+		Logger:      a.warnLogger(),
+	})
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.Is(err, sqlite.ErrNoLedger):
+		return nil, &exitError{reason: reasonLedgerInvalid, err: noLedger(fmt.Sprintf(
+			"no ledger at %s: the file is empty, nothing has been recorded there yet; run agentctl call to record something, or pass --ledger with another file", path))}
+	case errors.Is(err, sqlite.ErrSchemaTooOld):
+		return nil, reasonf(reasonLedgerInvalid, "the ledger %s was written by an older agentctl and needs a migration, which this read-only command does not run; run any agentctl call on it once, then try again", path)
+	case errors.Is(err, sqlite.ErrBusy):
+		return nil, a.lockedError(err)
 	}
-	return st, nil
+	return nil, reasonf(reasonLedgerInvalid, "cannot open the ledger %s: %v; pass --ledger with a SQLite ledger file (or move this file away)", path, err)
 }
+
+// noLedger is the error of a read-only command on a ledger that does not
+// exist yet (no file, or an empty one): nothing was ever recorded there.
+type noLedger string
+
+func (e noLedger) Error() string { return string(e) }
 
 func (a *app) close() error {
 	if a.closeStore == nil {
@@ -111,20 +135,4 @@ func (a *app) close() error {
 	err := a.closeStore()
 	a.store, a.closeStore = nil, nil
 	return err
-}
-
-// redactURL hides the password of a database URL in messages.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return u
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return fmt.Sprintf("%s://%s:%s@%s", scheme, user, "xxxxx", host)
-	}
-	return u
 }

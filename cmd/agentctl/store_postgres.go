@@ -32,7 +32,7 @@ func openPostgres(ctx context.Context, url string) (ledger.Store, error) {
 		return st, nil
 	}
 	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok || errors.Is(err, context.DeadlineExceeded) {
-		return nil, exitf(exitUnreachable, "cannot reach the ledger database %s: %v; check that PostgreSQL runs and --ledger is right", redactURL(url), err)
+		return nil, reasonf(reasonLedgerUnreachable, "cannot reach the ledger database %s: %v; check that PostgreSQL runs and --ledger is right", ledger.MaskDSN(url), ledger.MaskDSN(err.Error()))
 	}
-	return nil, exitf(exitUsage, "cannot open the ledger %s: %v; check --ledger", redactURL(url), err)
+	return nil, reasonf(reasonLedgerInvalid, "cannot open the ledger %s: %v; check --ledger", ledger.MaskDSN(url), ledger.MaskDSN(err.Error()))
 }

@@ -49,12 +49,12 @@ func newToolsCmd(a *app) *cobra.Command {
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "TOOL", "POLICY", "ANNOTATIONS", "DESCRIPTION")
+			t := newTable(a.io.Out, a.colour(), "TOOL", "POLICY", "ANNOTATIONS", "DESCRIPTION").keep(1)
 			for _, tool := range tools {
 				v := verdict(tool)
 				t.row(tool.Name, t.paint(verdictColour(v), string(v)), annotationText(tool.Annotations), clip(orDash(tool.Description), 60))
 			}
-			return t.flush()
+			return a.flushTable(t)
 		}),
 	}
 	up.flags(c)

@@ -14,9 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is the agentctl version reported to MCP servers.
-const version = "0.1.0"
-
 // connectTimeout bounds connecting and initializing: `go run` of a server
 // may compile first, but a command that never speaks MCP must not hang the
 // CLI.
@@ -84,11 +81,17 @@ func (u *upstream) connect(ctx context.Context, opts *mcp.ClientOptions) (*mcp.C
 	if err != nil || len(words) == 0 {
 		return nil, exitf(exitUsage, "--server %q: want a command line such as --server 'go run ./examples/payments'", u.server)
 	}
-	cmd := exec.Command(words[0], words[1:]...)
+	// A server that never answers initialize is killed as soon as the
+	// caller gives up (--timeout, Ctrl-C), not after the grace a closing
+	// session gets. Once connected, the session's own close applies.
+	killCtx, kill := context.WithCancel(context.Background())
+	stopKill := context.AfterFunc(ctx, kill)
+	cmd := exec.CommandContext(killCtx, words[0], words[1:]...)
 	tail := &tailBuffer{max: 2048}
 	cmd.Stderr = tail
 	t := &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	cs, err := client.Connect(ctx, t, nil)
+	stopKill()
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return nil, exitf(exitUnreachable, "cannot start the MCP server: %v; check --server", err)

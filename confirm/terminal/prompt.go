@@ -30,7 +30,9 @@ import (
 // Accessible selects huh's accessible mode: numbered plain prompts, one per
 // line, for screen readers and for scripts and tests that answer over a
 // pipe. It is also used whenever In is not a terminal, since the full-screen
-// form needs one. The default answer (an empty line) is Deny.
+// form needs one. The form starts on Approve once; in accessible mode the
+// default answer (an empty line) is Deny. The decision is printed after the
+// form closes.
 //
 // One Prompt shows one prompt at a time; concurrent calls wait their turn.
 // The zero value asks on the controlling terminal.
@@ -135,7 +137,12 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 	}
 	by := "terminal:" + t.user()
 
+	// The full-screen form starts on "Approve once"; plain prompts keep
+	// Deny as the default, since a script's empty line must not approve.
 	choice := choiceDeny
+	if !accessible {
+		choice = choiceOnce
+	}
 	server := ""
 	if req.Server != "" {
 		server = " on " + safe(req.Server)
@@ -150,17 +157,25 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 		Value(&choice)
 	if err := t.run(ctx, huh.NewForm(huh.NewGroup(sel)), in, out, accessible); err != nil {
 		if errors.Is(err, huh.ErrUserAborted) {
-			return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Reason: "aborted at the prompt"}, nil
+			// Ctrl-C is no answer, not a denial: nothing final is recorded.
+			return confirm.Answer{}, confirm.ErrAborted
 		}
 		return confirm.Answer{}, err
 	}
 	if lines.inputEnded() {
 		return confirm.Answer{}, confirm.ErrNoAnswer
 	}
+	// The form clears itself when it closes: the decision stays on screen.
+	keyNote := ""
+	if req.Key != "" {
+		keyNote = " (key " + safe(req.Key) + ")"
+	}
 	switch choice {
 	case choiceOnce:
+		fmt.Fprintf(out, "Approved once: %s%s%s\n", safe(req.Tool), server, keyNote)
 		return confirm.Answer{Decision: ledger.DecisionApproved, By: by}, nil
 	case choiceSession:
+		fmt.Fprintf(out, "Approved for this session: %s%s%s\n", safe(req.Tool), server, keyNote)
 		return confirm.Answer{Decision: ledger.DecisionApprovedSession, By: by}, nil
 	}
 
@@ -174,6 +189,7 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 	if reason == "" {
 		reason = "denied at the terminal"
 	}
+	fmt.Fprintf(out, "Denied: %s%s%s: %s\n", safe(req.Tool), server, keyNote, safe(reason))
 	return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}, nil
 }
 

@@ -97,13 +97,14 @@ func TestTerminalFullScreen(t *testing.T) {
 		name string
 		keys [][2]string // wait for [0], then type [1]
 		want confirm.Answer
+		said string // the decision left on screen after the form closed
 	}{
-		{"approve for the session", [][2]string{{"Approve once", "\x1b[A"}, {"Approve once", "\r"}},
-			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:carol"}},
-		{"approve once", [][2]string{{"Approve once", "\x1b[A\x1b[A\r"}},
-			confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:carol"}},
-		{"enter on the default denies and asks why", [][2]string{{"Approve once", "\r"}, {"Reason for denying", "card expired\r"}},
-			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:carol", Reason: "card expired"}},
+		{"approve for the session", [][2]string{{"Approve once", "\x1b[B"}, {"Approve once", "\r"}},
+			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:carol"}, "Approved for this session: create_payment"},
+		{"enter on the default approves once", [][2]string{{"Approve once", "\r"}},
+			confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:carol"}, "Approved once: create_payment"},
+		{"deny asks why", [][2]string{{"Approve once", "\x1b[B\x1b[B\r"}, {"Reason for denying", "card expired\r"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:carol", Reason: "card expired"}, "Denied: create_payment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,6 +133,7 @@ func TestTerminalFullScreen(t *testing.T) {
 				t.Errorf("Confirm on a terminal = %+v, %v; want %+v", r.a, r.err, tc.want)
 			}
 			scr.waitFor(t, "order-42") // the summary was on screen
+			scr.waitFor(t, tc.said)
 		})
 	}
 }

@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpledger/mcpledger/examples/payments/payments"
+	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

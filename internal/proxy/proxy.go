@@ -18,6 +18,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // TransportFunc returns a new transport to the upstream: a command to
@@ -316,7 +317,7 @@ func (p *Proxy) linkFor(ctx context.Context, ss *mcp.ServerSession) (*link, erro
 
 // MetaSession is the _meta entry of initialize in which a host may name
 // its ledger session (the key rules apply to the name).
-const MetaSession = "io.github.mcpledger/session"
+const MetaSession = wire.MetaSession
 
 // sessionOf is the ledger session of host session ss: the one it names,
 // else Options.Session, else its own.

@@ -17,12 +17,13 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // MetaError is the _meta entry of a call the ledger answered with an error
 // result instead of the tool's: {"key": …, "state": …}. Runtimes read it;
 // the model reads the text.
-const MetaError = "io.github.mcpledger/error"
+const MetaError = wire.MetaError
 
 // ownTools are the proxy's ledger tools; an upstream tool of the same name
 // is hidden, because the host's model asks the proxy's ledger about the

@@ -244,22 +244,6 @@ func firstSearchPath(v string) string {
 	return strings.ToLower(first)
 }
 
-// redactURL hides the password of every URL in s.
-func redactURL(s string) string {
-	for _, scheme := range []string{"postgres://", "postgresql://"} {
-		i := strings.Index(strings.ToLower(s), scheme)
-		if i < 0 {
-			continue
-		}
-		rest := s[i+len(scheme):]
-		at := strings.Index(rest, "@")
-		end := strings.IndexAny(rest, "/? ")
-		if at < 0 || (end >= 0 && end < at) {
-			continue
-		}
-		if colon := strings.Index(rest[:at], ":"); colon >= 0 {
-			s = s[:i+len(scheme)] + rest[:colon] + ":xxxxx" + rest[at:]
-		}
-	}
-	return s
-}
+// redactURL hides the passwords of every DSN in s: user info and
+// password= parameters (ledger.MaskDSN).
+func redactURL(s string) string { return ledger.MaskDSN(s) }

@@ -27,6 +27,7 @@ const (
 	kindOther       errKind = iota
 	kindBusy                // SQLITE_BUSY or SQLITE_LOCKED
 	kindNotDatabase         // SQLITE_NOTADB or SQLITE_CORRUPT
+	kindReadOnly            // SQLITE_READONLY
 )
 
 // execer is what the write helpers need from the write connection.

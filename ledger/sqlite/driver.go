@@ -152,6 +152,11 @@ func mattnStyleDSN(path string, o Options, readOnly bool) string {
 	} else {
 		q.Set("_txlock", "immediate")
 	}
+	if o.ReadOnly {
+		// The file is opened read-only: nothing can write it, not even
+		// SQLite's own journal-mode switch.
+		q.Set("mode", "ro")
+	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	// url.URL renders "file:///abs"; SQLite accepts that form.
 	return u.String()

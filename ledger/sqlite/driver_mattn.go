@@ -59,6 +59,8 @@ func errorKind(err error) errKind {
 		return kindBusy
 	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
 		return kindNotDatabase
+	case sqlite3.ErrReadonly:
+		return kindReadOnly
 	}
 	return kindOther
 }

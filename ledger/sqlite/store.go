@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -70,6 +71,14 @@ type Options struct {
 	MaxPollInterval time.Duration
 	// MaxBatch caps how many writes share one transaction (256 when zero).
 	MaxBatch int
+	// ReadOnly opens an existing ledger for reading only: the file and
+	// its folder are never created, the schema is never migrated, and
+	// every write fails with ErrReadOnly. A missing or empty file fails
+	// with ErrNoLedger, an older schema with ErrSchemaTooOld.
+	ReadOnly bool
+	// Logger gets the warning, once per path and process, that the
+	// ledger file is readable by other users (slog.Default when nil).
+	Logger *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {
@@ -149,9 +158,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: resolve %q: %w", path, err)
 	}
-	if err := prepareFile(abs); err != nil {
+	if o.ReadOnly {
+		err = checkReadable(abs)
+	} else {
+		err = prepareFile(abs)
+	}
+	if err != nil {
 		return nil, err
 	}
+	warnMode(abs, o.Logger)
 	s := &Store{
 		path:      abs,
 		opts:      o,
@@ -161,7 +176,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		watchers:  make(map[ledger.ID]*watcher),
 	}
 	s.idle.L = &s.wmu
-	s.wdb, err = sql.Open(driverName, s.dsn(false))
+	s.wdb, err = sql.Open(driverName, s.dsn(o.ReadOnly))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -171,7 +186,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
-	if err := s.migrate(ctx); err != nil {
+	if o.ReadOnly {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.migrate(ctx)
+	}
+	if err != nil {
 		return nil, errors.Join(err, s.wdb.Close())
 	}
 	s.rdb, err = sql.Open(driverName, s.dsn(true))
@@ -218,7 +238,11 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) classify(err error) error {
 	switch errorKind(err) {
 	case kindBusy:
-		return fmt.Errorf("sqlite: %s stayed locked past the busy timeout of %v (%v): %w", s.path, s.opts.BusyTimeout, err, ErrBusy)
+		return &BusyError{Path: s.path, Timeout: s.opts.BusyTimeout, err: err}
+	case kindReadOnly:
+		if s.opts.ReadOnly {
+			return fmt.Errorf("sqlite: %s: %w", s.path, ErrReadOnly)
+		}
 	case kindNotDatabase:
 		return fmt.Errorf("sqlite: %s is unreadable (%v): %w", s.path, err, ErrNotDatabase)
 	}

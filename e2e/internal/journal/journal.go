@@ -21,6 +21,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Events.
@@ -44,10 +46,10 @@ const (
 
 // MetaError is the _meta entry an agentctl proxy puts on a call the ledger
 // answered with an error result ({"key":…, "state":…}).
-const MetaError = "io.github.mcpledger/error"
+const MetaError = wire.MetaError
 
 // metaReconciled marks a result that agentctl ledger reconcile stored.
-const metaReconciled = "io.github.mcpledger/reconciled"
+const metaReconciled = wire.MetaReconciled
 
 // Entry is one journal line.
 type Entry struct {

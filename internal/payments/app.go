@@ -144,6 +144,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 // openSQLite opens a file for use by several connections and processes:
 // WAL, a busy timeout, and write transactions that take the lock up front.
 func openSQLite(path string) (*sql.DB, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_txlock=immediate&_synchronous=FULL")
 	if err != nil {
 		return nil, fmt.Errorf("payments: open %s: %w", path, err)

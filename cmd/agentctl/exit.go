@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/retry"
+)
+
+// Exit codes of DESIGN.md "agentctl".
+const (
+	exitOK          = 0
+	exitFailed      = 1   // the tool said no (isError), or a replayed failure
+	exitUsage       = 2   // bad usage or input, also arguments the server rejected before the tool ran
+	exitDenied      = 3   // a person or the policy refused the call
+	exitUnknown     = 4   // the outcome is unknown or still in progress: reconcile or look later
+	exitUnreachable = 5   // the upstream server or the ledger could not be reached
+	exitAwaiting    = 6   // the call awaits a person's approval
+	exitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM) with nothing final recorded
+)
+
+// The reasons of --json errors: one list, each with its exit code. A
+// script branches on the reason; the exit code groups reasons for a shell.
+const (
+	reasonFailed            = "failed"              // an error with no better reason
+	reasonToolError         = "tool_error"          // the tool ran and returned isError
+	reasonUsage             = "usage"               // the command line is wrong
+	reasonInvalidArgument   = "invalid_argument"    // an argument does not fit the tool's schema
+	reasonInvalidKey        = "invalid_key"         // --key breaks the key rules
+	reasonKeyReused         = "key_reused"          // the key is bound to other arguments
+	reasonArgumentsTooLarge = "arguments_too_large" // the arguments exceed the ledger's limit
+	reasonRejected          = "rejected"            // REJECTED: the server refused the arguments before the tool ran
+	reasonLedgerInvalid     = "ledger_invalid"      // --ledger names no usable ledger
+	reasonDenied            = "denied"              // a person or the policy said no
+	reasonNoConfirmer       = "confirmation_needed" // the call needs confirmation and no one could be asked (REJECTED)
+	reasonOutcomeUnknown    = "outcome_unknown"     // the call may have run: reconcile it
+	reasonInProgress        = "in_progress"         // another process runs the same operation
+	reasonTimeout           = "timeout"             // --timeout ran out before the request was sent
+	reasonUnreachable       = "unreachable"         // the MCP server cannot be reached; nothing ran
+	reasonLedgerUnreachable = "ledger_unreachable"  // the ledger database cannot be reached
+	reasonLedgerLocked      = "ledger_locked"       // another process holds the ledger's write lock
+	reasonAwaitingApproval  = "awaiting_approval"   // a person must approve the call first
+	reasonInterrupted       = "interrupted"         // Ctrl-C or SIGTERM; nothing final recorded
+)
+
+// reasonExit maps every reason to its exit code.
+var reasonExit = map[string]int{
+	reasonFailed:            exitFailed,
+	reasonToolError:         exitFailed,
+	reasonUsage:             exitUsage,
+	reasonInvalidArgument:   exitUsage,
+	reasonInvalidKey:        exitUsage,
+	reasonKeyReused:         exitUsage,
+	reasonArgumentsTooLarge: exitUsage,
+	reasonRejected:          exitUsage,
+	reasonLedgerInvalid:     exitUsage,
+	reasonDenied:            exitDenied,
+	reasonNoConfirmer:       exitUsage, // REJECTED: no answer is not a denial
+	reasonOutcomeUnknown:    exitUnknown,
+	reasonInProgress:        exitUnknown,
+	reasonTimeout:           exitUnreachable,
+	reasonUnreachable:       exitUnreachable,
+	reasonLedgerUnreachable: exitUnreachable,
+	reasonLedgerLocked:      exitUnreachable,
+	reasonAwaitingApproval:  exitAwaiting,
+	reasonInterrupted:       exitInterrupted,
+}
+
+// codeReason is the reason of an error made with exitf, which names only a
+// code.
+var codeReason = map[int]string{
+	exitFailed:      reasonFailed,
+	exitUsage:       reasonUsage,
+	exitDenied:      reasonDenied,
+	exitUnknown:     reasonOutcomeUnknown,
+	exitUnreachable: reasonUnreachable,
+	exitAwaiting:    reasonAwaitingApproval,
+	exitInterrupted: reasonInterrupted,
+}
+
+// exitError ends a run: its reason gives the exit code, and its message is
+// the one line printed on stderr, naming the fix. Key and state name the
+// record concerned, when there is one.
+type exitError struct {
+	reason     string
+	err        error
+	key, state string
+	// printed: the command already printed its result under --json, so
+	// no error object follows it.
+	printed bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func (e *exitError) code() int {
+	if c, ok := reasonExit[e.reason]; ok {
+		return c
+	}
+	return exitFailed
+}
+
+// exitf returns an error that ends the run with code.
+func exitf(code int, format string, args ...any) error {
+	reason, ok := codeReason[code]
+	if !ok {
+		reason = reasonFailed
+	}
+	return &exitError{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// reasonf returns an error that ends the run with reason's exit code.
+func reasonf(reason string, format string, args ...any) error {
+	return &exitError{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// withCode attaches code to err unless err already carries an exit code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*exitError](err); ok {
+		return err
+	}
+	reason, ok := codeReason[code]
+	if !ok {
+		reason = reasonFailed
+	}
+	return &exitError{reason: reason, err: err}
+}
+
+// exitCode is the exit code of an error a command returned; cobra's own
+// errors (unknown command, flag or argument count) are usage errors.
+func exitCode(err error) (int, string) {
+	if e, ok := errors.AsType[*exitError](err); ok {
+		return e.code(), e.reason
+	}
+	return exitUsage, reasonUsage
+}
+
+// callReason classifies an error of a tool call (or of the ledger under
+// it) by what a person does next. It is the one place that maps the
+// client's and the ledger's errors and states to reasons, hence to exit
+// codes; interrupted says the run's context was cancelled by a signal and
+// timedOut that --timeout ran out.
+func callReason(err error, state ledger.State, interrupted, timedOut bool) string {
+	if e, ok := errors.AsType[*exitError](err); ok {
+		return e.reason
+	}
+	switch {
+	case errors.Is(err, ledger.ErrKeyReused):
+		return reasonKeyReused
+	case errors.Is(err, ledger.ErrInvalidKey):
+		return reasonInvalidKey
+	case errors.Is(err, client.ErrArgumentsTooLarge):
+		return reasonArgumentsTooLarge
+	case errors.Is(err, sqlite.ErrBusy):
+		return reasonLedgerLocked
+	case errors.Is(err, confirm.ErrNoConfirmer):
+		return reasonNoConfirmer
+	case errors.Is(err, client.ErrRejected) && (interrupted || errors.Is(err, context.Canceled)):
+		// Ctrl-C at the prompt: no answer, nothing final recorded.
+		return reasonInterrupted
+	case errors.Is(err, client.ErrRejected), state == ledger.StateRejected:
+		return reasonRejected
+	case errors.Is(err, client.ErrDenied), state == ledger.StateDenied:
+		return reasonDenied
+	case state == ledger.StatePendingApproval:
+		return reasonAwaitingApproval
+	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
+		return reasonOutcomeUnknown
+	case errors.Is(err, ledger.ErrInProgress), state == ledger.StateProcessing,
+		retry.Reason(err) == retry.ReasonInProgress:
+		return reasonInProgress
+	case timedOut:
+		// Before anything was sent: a request that may have run is
+		// UNKNOWN above.
+		return reasonTimeout
+	case interrupted:
+		return reasonInterrupted
+	case beforeTool(err):
+		return reasonRejected
+	case errors.Is(err, client.ErrNotSent), state == ledger.StateRetryable, retry.Classify(err) == retry.Transient:
+		return reasonUnreachable
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return reasonOutcomeUnknown
+	}
+	return reasonFailed
+}
+
+// stateReason is the reason of a record's state that the ledger answered
+// with an error result (a proxy's _meta error), or "" for a state that is
+// no error.
+func stateReason(s ledger.State) string {
+	switch s {
+	case ledger.StateDenied:
+		return reasonDenied
+	case ledger.StateRejected:
+		return reasonRejected
+	case ledger.StatePendingApproval:
+		return reasonAwaitingApproval
+	case ledger.StateUnknown:
+		return reasonOutcomeUnknown
+	case ledger.StateProcessing:
+		return reasonInProgress
+	case ledger.StateRetryable:
+		return reasonUnreachable
+	}
+	return ""
+}
+
+// beforeTool reports a protocol error by which the server refused the
+// request before its tool ran: invalid params (a schema mismatch, an
+// unknown tool) or a missing or invalid key.
+func beforeTool(err error) bool {
+	je, ok := errors.AsType[*jsonrpc.Error](err)
+	if !ok {
+		return false
+	}
+	return je.Code == jsonrpc.CodeInvalidParams || je.Code == retry.CodeKeyRequired
+}
+
+// maxErrorLine bounds the error line: a message quoting a server's error
+// or an argument must not flood the terminal or a log.
+const maxErrorLine = 600
+
+// boundLine folds s into one line and shortens it to maxErrorLine bytes,
+// keeping its start (what happened) and its end (the fix).
+func boundLine(s string) string {
+	s = oneLine(s)
+	if len(s) <= maxErrorLine {
+		return s
+	}
+	head, tail := maxErrorLine*2/3, maxErrorLine/3-40
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", s[:head], start-head, s[start:])
+}
+
+// shorten quotes a value for a message, cut to n runes.
+func shorten(v string, n int) string {
+	r := []rune(v)
+	if len(r) <= n {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", string(r[:n]), len(v))
+}
+
+// errorJSON is the --json shape of an error: one object on stdout.
+type errorJSON struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Key     string `json:"key,omitempty"`
+	State   string `json:"state,omitempty"`
+	Exit    int    `json:"exit"`
+}
+
+// report prints err: one bounded line on stderr, and under --json one
+// error object on stdout. It returns the exit code.
+func (a *app) report(err error) int {
+	code, reason := exitCode(err)
+	msg := boundLine(ledger.MaskDSN(err.Error()))
+	e, _ := errors.AsType[*exitError](err)
+	if a.json && (e == nil || !e.printed) {
+		body := errorBody{Reason: reason, Message: msg, Exit: code}
+		if e != nil {
+			body.Key, body.State = e.key, e.state
+		}
+		if jerr := a.printJSON(errorJSON{Error: body}); jerr != nil {
+			fmt.Fprintf(a.io.Err, "agentctl: writing the JSON error: %v\n", jerr)
+		}
+	}
+	a.status.clear()
+	fmt.Fprintf(a.io.Err, "agentctl: %s\n", strings.TrimPrefix(msg, "agentctl: "))
+	return code
+}
