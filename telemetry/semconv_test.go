@@ -217,10 +217,11 @@ func TestUnknownGauge(t *testing.T) {
 	reach := func(key string, to ledger.State) ledger.ID {
 		t.Helper()
 		id := ledger.ID{Tenant: tenant, Tool: "pay", Key: key}
-		if c, err := store.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o"}); err != nil || !c.Won {
+		c, err := store.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o"})
+		if err != nil || !c.Won {
 			t.Fatalf("Claim(%q) = %+v, %v", key, c, err)
 		}
-		if _, err := store.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: to, Owner: "o",
+		if _, err := store.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: to, Owner: "o", Fence: c.Record.Fence,
 			Result: []byte(`{"content":[]}`), ErrorKind: "ambiguous"}); err != nil {
 			t.Fatalf("Transition(%q to %s) = %v", key, to, err)
 		}

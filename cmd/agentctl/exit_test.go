@@ -38,7 +38,7 @@ func TestCallReason(t *testing.T) {
 		{"arguments too large", fmt.Errorf("%w: 2 MiB", client.ErrArgumentsTooLarge), "", false, false, reasonArgumentsTooLarge, exitUsage},
 		{"invalid params before the tool", clientErr(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}, ledger.StateFailed), ledger.StateFailed, false, false, reasonRejected, exitUsage},
 		{"REJECTED", clientErr(errors.New("refused"), ledger.StateRejected), ledger.StateRejected, false, false, reasonRejected, exitUsage},
-		{"no one to confirm", confirm.ErrNoConfirmer, "", false, false, reasonNoConfirmer, exitDenied},
+		{"no one to confirm", confirm.ErrNoConfirmer, "", false, false, reasonNoConfirmer, exitUsage},
 		{"denied", clientErr(client.ErrDenied, ledger.StateDenied), ledger.StateDenied, false, false, reasonDenied, exitDenied},
 		{"unknown", clientErr(client.ErrOutcomeUnknown, ledger.StateUnknown), ledger.StateUnknown, false, false, reasonOutcomeUnknown, exitUnknown},
 		{"interrupted after send", clientErr(context.Canceled, ledger.StateUnknown), ledger.StateUnknown, true, false, reasonOutcomeUnknown, exitUnknown},

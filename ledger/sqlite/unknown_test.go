@@ -25,11 +25,12 @@ func TestCountUnknown(t *testing.T) {
 		t.Helper()
 		req := claimReq(key, "owner-1")
 		req.ID.Tenant = tenant
-		if c, err := st.Claim(ctx, req); err != nil || !c.Won {
+		c, err := st.Claim(ctx, req)
+		if err != nil || !c.Won {
 			t.Fatalf("Claim(%q) = %+v, %v; want a win", key, c, err)
 		}
 		if _, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: to,
-			Owner: "owner-1", Result: []byte(`{"content":[]}`), ErrorKind: "ambiguous"}); err != nil {
+			Owner: "owner-1", Fence: c.Record.Fence, Result: []byte(`{"content":[]}`), ErrorKind: "ambiguous"}); err != nil {
 			t.Fatalf("Transition(%q to %s) = %v", key, to, err)
 		}
 		return req.ID
