@@ -46,7 +46,7 @@ var encryptedJSON = json.RawMessage(`"` + Encrypted + `"`)
 
 // ErrNoKey: a payload is encrypted with a key this process does not hold
 // (no key configured, or a keyring without that key id).
-var ErrNoKey = errors.New("ledger: payload is encrypted with a key this process does not hold")
+var ErrNoKey = errors.New("ledger: no key for an encrypted payload")
 
 // envelope is the stored form of a sealed payload: versioned JSON, so a
 // reader without the codec still gets valid JSON and can tell it apart
@@ -108,12 +108,17 @@ func WithCodec(st Store, c Codec) Store {
 	return cs
 }
 
-// Unwrap returns the Store under st's codec, or st when it has none.
+// Unwrap returns the Store under every wrapper of st: WithCodec's, and any
+// other with an Unwrap() Store method. It returns st itself when st wraps
+// nothing.
 func Unwrap(st Store) Store {
-	if u, ok := st.(interface{ Unwrap() Store }); ok {
-		return u.Unwrap()
+	for {
+		u, ok := st.(interface{ Unwrap() Store })
+		if !ok {
+			return st
+		}
+		st = u.Unwrap()
 	}
-	return st
 }
 
 type codecStore struct {
@@ -275,12 +280,12 @@ func (s *codecStore) openField(ctx context.Context, id ID, field string, stored 
 		return nil, fmt.Errorf("ledger: the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
 	}
 	if s.codec == nil {
-		return nil, fmt.Errorf("ledger: the %s of %s key %s is encrypted (key id %s) and no ledger key is configured; give the key file that holds that key: %w",
+		return nil, fmt.Errorf("ledger: cannot read the %s of %s key %s: encrypted with key id %s, and no ledger key is configured; give the key file that holds that key: %w",
 			field, id.Tool, ShortHash(id.Key), sealed.KeyID, ErrNoKey)
 	}
 	plain, err := s.codec.Decode(ctx, id, field, sealed)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: decrypting the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
+		return nil, fmt.Errorf("ledger: cannot read the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
 	}
 	return plain, nil
 }

@@ -115,7 +115,7 @@ func reseal(ctx context.Context, c Codec, id ID, field string, stored []byte) ([
 	}
 	if sealed {
 		if plain, err = c.Decode(ctx, id, field, old); err != nil {
-			return nil, 0, fmt.Errorf("ledger: rekey: cannot decrypt the %s of %s key %s (key id %s): %w", field, id.Tool, ShortHash(id.Key), old.KeyID, err)
+			return nil, 0, fmt.Errorf("ledger: rekey: cannot decrypt the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
 		}
 		state = wasOld
 	}

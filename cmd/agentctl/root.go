@@ -46,6 +46,8 @@ type app struct {
 	tenant    string
 	json      bool
 
+	ledgerKeyFile string // --ledger-key-file; see ledger_rekey.go
+
 	store      ledger.Store
 	closeStore func() error
 }
@@ -95,6 +97,9 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	if e, ok := errors.AsType[*exitError](err); ok {
 		code = e.code
 	}
+	if errors.Is(err, ledger.ErrNoKey) {
+		code = exitUsage // the key file is missing from the command line
+	}
 	fmt.Fprintf(s.Err, "agentctl: %s\n", oneLine(err.Error()))
 	return code
 }
@@ -118,6 +123,8 @@ Exit codes: 0 done, 1 tool error or failed, 2 bad usage or input, 3 denied,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.ledgerURL, "ledger", a.env("MCPLEDGER_LEDGER", ""),
 		"the ledger: a SQLite file `PATH` or a postgres:// URL (env MCPLEDGER_LEDGER; default $XDG_STATE_HOME/mcpledger/ledger.db, else ~/.local/state/mcpledger/ledger.db)")
+	pf.StringVar(&a.ledgerKeyFile, "ledger-key-file", a.env("MCPLEDGER_LEDGER_KEY_FILE", ""),
+		"encrypt stored arguments and results with the keys in `FILE` (env MCPLEDGER_LEDGER_KEY_FILE; see agentctl ledger rekey --help)")
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")

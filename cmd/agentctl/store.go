@@ -67,15 +67,13 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.store, a.closeStore = st, st.Close
-		return st, nil
+		return a.keep(st, mode)
 	}
 	st, err := openSQLite(ctx, target, mode)
 	if err != nil {
 		return nil, err
 	}
-	a.store, a.closeStore = st, st.Close
-	return st, nil
+	return a.keep(st, mode)
 }
 
 func openSQLite(ctx context.Context, path string, mode access) (ledger.Store, error) {
