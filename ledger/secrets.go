@@ -30,13 +30,9 @@ type valueRule struct {
 	keep func(r *Redactor, match string, groups []string) bool
 }
 
-// kvValue is the value part of a name=value or name: value pair: an
-// authorization scheme and its credentials, a quoted string, or a word.
-const kvValue = `((?:bearer|basic|token|digest)\s+[^\s"'&,;]+|"[^"]*"|'[^']*'|[^\s"'&,;]+)`
-
-// kvNameTriggers are the pieces a secret-looking name contains, for the
-// name=value rule; the rule then asks IsSecretName about the whole name.
-var kvNameTriggers = []string{"pass", "pwd", "secret", "token", "key", "auth", "credential", "dsn", "cookie", "bearer", "jwt"}
+// pairsAfter is the index of the rule after which name=value pairs are
+// redacted (see redactPairs): a private key spans lines and holds '='.
+const pairsAfter = 0
 
 var valueRules = []valueRule{
 	{
@@ -44,13 +40,6 @@ var valueRules = []valueRule{
 		triggers: []string{"-----begin"},
 		// A key cut off before its END line is still redacted to the end.
 		re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)`),
-	},
-	{
-		name:     "name=value",
-		triggers: kvNameTriggers,
-		re: regexp.MustCompile(`(?i)([a-z0-9_.-]*(?:` + strings.Join(kvNameTriggers, "|") +
-			`)[a-z0-9_.-]*)["']?\s*[:=]\s*` + kvValue),
-		keep: func(r *Redactor, _ string, groups []string) bool { return r.IsSecretName(groups[0]) },
 	},
 	{
 		name:     "bearer",
@@ -128,6 +117,12 @@ func (r *Redactor) RedactText(s string) string {
 	var lower string // computed once, for the triggers
 	for i := range valueRules {
 		rule := &valueRules[i]
+		if i == pairsAfter+1 && strings.ContainsAny(s, "=:") {
+			// A pair's value goes whole, "Authorization: Bearer …"
+			// included, before the shapes look at its parts.
+			s = r.redactPairs(s)
+			lower = ""
+		}
 		if lower == "" {
 			lower = strings.ToLower(s)
 		}
@@ -196,6 +191,113 @@ func (r *Redactor) apply(s string, re *regexp.Regexp, keep func(*Redactor, strin
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// redactPairs replaces the value of every name=value and name: value pair
+// whose name is secret-like (IsSecretName): "password=hunter2",
+// "api_key: sk-…", `"token":"…"` inside a string, "?access_token=…&".
+// It looks at each '=' and ':' once, reading the name back to the
+// previous separator, so its cost is linear in s whatever s holds (a
+// regular expression that must look at the name after matching a pair
+// would search the rest of s again from every rejected pair).
+func (r *Redactor) redactPairs(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '=' && c != ':' {
+			continue
+		}
+		if c == ':' && strings.HasPrefix(s[i+1:], "//") {
+			continue // a URL's scheme; its password is the URL rule's
+		}
+		j := i
+		for j > last && (s[j-1] == ' ' || s[j-1] == '\t') {
+			j--
+		}
+		if j > last && (s[j-1] == '"' || s[j-1] == '\'') {
+			j--
+		}
+		end := j
+		for j > last && isPairNameChar(s[j-1]) {
+			j--
+		}
+		if j == end || !r.IsSecretName(s[j:end]) {
+			continue
+		}
+		start, stop := pairValue(s, i+1)
+		if stop <= start {
+			continue
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(Redacted)
+		last = stop
+		i = stop - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// pairValue finds the value of a pair whose separator ends before k: a
+// quoted string (without its quotes), an authorization scheme with its
+// credentials, or a word up to white space or one of `"'&,;`.
+func pairValue(s string, k int) (start, end int) {
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	if k >= len(s) {
+		return k, k
+	}
+	if q := s[k]; q == '"' || q == '\'' {
+		// A quote closes the value only where a value can end; else it
+		// opens the next one (password=" pwd="x"), and the value is read
+		// as a word.
+		if n := strings.IndexByte(s[k+1:], q); n >= 0 && closesValue(s, k+2+n) {
+			return k + 1, k + 1 + n
+		}
+		k++
+	}
+	end = wordEnd(s, k)
+	if isAuthScheme(s[k:end]) {
+		v := end
+		for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
+			v++
+		}
+		if v < len(s) && v > end {
+			if e := wordEnd(s, v); e > v {
+				end = e
+			}
+		}
+	}
+	return k, end
+}
+
+// closesValue reports whether a value may end just before s[k:].
+func closesValue(s string, k int) bool {
+	return k >= len(s) || strings.IndexByte(" \t\r\n,;&}])", s[k]) >= 0
+}
+
+func wordEnd(s string, k int) int {
+	for k < len(s) && !strings.ContainsRune(" \t\r\n\"'&,;", rune(s[k])) {
+		k++
+	}
+	return k
+}
+
+func isAuthScheme(w string) bool {
+	for _, scheme := range []string{"bearer", "basic", "token", "digest"} {
+		if strings.EqualFold(w, scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+func isPairNameChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
 func containsAny(s string, words []string) bool {

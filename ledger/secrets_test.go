@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -247,4 +248,19 @@ func FuzzRedactText(f *testing.F) {
 			t.Fatalf("Redact(%s) note = %q; RedactText gives %q", args, back["note"], got)
 		}
 	})
+}
+
+// TestRedactTextLinear: text built to make a pattern search start over at
+// every position (a pair whose name is not secret, an unclosed quote, a
+// scheme with no credentials) still takes time in proportion to its
+// length. A quadratic search took over a minute on 100 KB of "key=".
+func TestRedactTextLinear(t *testing.T) {
+	for _, unit := range []string{"key=", "pwd='", "bearer ", "basic QUJD ", "-----BEGIN PRIVATE KEY-----", "a://", "a:", "monkey: banana ", "sk-"} {
+		s := strings.Repeat(unit, (256<<10)/len(unit))
+		start := time.Now()
+		ledger.RedactText(s)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("RedactText(%q × %d) took %v; want it linear in the length", unit, len(s)/len(unit), d)
+		}
+	}
 }
