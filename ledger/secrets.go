@@ -11,15 +11,15 @@ import (
 // Secrets are found two ways: by the name of the field that holds them (see
 // IsSecretName) and by the shape of the value itself, wherever it sits: in
 // a field of any name, in free text, in a log line. This file holds the
-// shapes. They are a small table of RE2 patterns rather than a detector
-// library: gitleaks' rules, the best-kept set, come with a module that pulls
-// in viper, cobra, zerolog and a WebAssembly regexp engine, and are tuned for
-// scanning repositories (entropy, allow-lists), not for redacting one value.
+// shapes: name=value pairs, read by a small scanner, and a table of RE2
+// patterns. The patterns are ours rather than a detector library's:
+// gitleaks' rules, the best-kept set, come with a module that pulls in
+// viper, cobra, zerolog and a WebAssembly regexp engine, and are tuned for
+// scanning repositories (entropy, allow-lists), not for redacting a value.
 
-// A valueRule finds one kind of secret in a string. Only the first group of
-// each match is replaced (the last group that took part; the whole match
-// when none did), so
-// "password=hunter2" keeps its name and a URL keeps its host.
+// A valueRule finds one kind of secret in a string. Of each match only the
+// secret part is replaced: the last group that took part in the match,
+// else the whole match; so a URL keeps its host and "Bearer" its scheme.
 type valueRule struct {
 	name string
 	// triggers are lower-case literals one of which every match contains;
