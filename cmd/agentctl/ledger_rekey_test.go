@@ -140,3 +140,21 @@ func TestLedgerKeyFile(t *testing.T) {
 	e.run(nil, "--ledger-key-file", bad, "ledger", "list").wantExit(t, exitUsage, "--ledger-key-file", "line 3")
 	e.run(nil, "ledger", "rekey").wantExit(t, exitUsage, "--ledger-key-file")
 }
+
+// TestErrorLineRedacted: the one error line never shows a secret the
+// command line or a server put in the error's text.
+func TestErrorLineRedacted(t *testing.T) {
+	for _, args := range [][]string{
+		{"--ledger", "postgresql://app:s3cretpw@127.0.0.1:1/app?connect_timeout=1", "ledger", "list"},
+		{"--ledger", "postgresql://127.0.0.1:1/app?password=s3cretpw&connect_timeout=1", "ledger", "list"},
+		{"call", "--url", "http://ann:s3cretpw@127.0.0.1:1/mcp", "--yes", "pay"},
+	} {
+		o := inProcess(t, map[string]string{"HOME": t.TempDir()}, nil, args...)
+		if o.code == exitOK {
+			t.Fatalf("agentctl %q succeeded; want an error", args)
+		}
+		if strings.Contains(o.stderr+o.stdout, "s3cretpw") {
+			t.Errorf("agentctl %q printed the password: %s", args, o.stderr)
+		}
+	}
+}

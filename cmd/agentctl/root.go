@@ -100,7 +100,9 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	if errors.Is(err, ledger.ErrNoKey) {
 		code = exitUsage // the key file is missing from the command line
 	}
-	fmt.Fprintf(s.Err, "agentctl: %s\n", oneLine(err.Error()))
+	// An error may quote a URL, a header or a tool's text: no secret in it
+	// reaches the console.
+	fmt.Fprintf(s.Err, "agentctl: %s\n", oneLine(ledger.RedactText(err.Error())))
 	return code
 }
 
