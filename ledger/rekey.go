@@ -35,6 +35,10 @@ type RekeyReport struct {
 	Plain int
 	// Current is how many payloads already had the current key.
 	Current int
+	// Skipped is how many records other writers kept changing while
+	// Rekey ran, so they were not rewritten; running Rekey again
+	// reaches them.
+	Skipped int
 }
 
 // Rekey seals every record's arguments and result with c's current key:
@@ -42,7 +46,9 @@ type RekeyReport struct {
 // ones are sealed for the first time. It first reads every record and
 // opens every sealed payload; if any cannot be opened (a key missing from
 // c, a wrong key) it returns that error and writes nothing. A record that
-// a running process changes meanwhile is left as that process wrote it.
+// a running process changes meanwhile is left as that process wrote it and
+// tried again in a later pass (see RekeyReport.Skipped). Records, Plain and
+// Current count the first rewrite pass.
 func Rekey(ctx context.Context, st PayloadRewriter, c Codec) (RekeyReport, error) {
 	if c == nil {
 		return RekeyReport{}, errors.New("ledger: rekey needs a codec with the key to seal with")
@@ -64,35 +70,54 @@ func Rekey(ctx context.Context, st PayloadRewriter, c Codec) (RekeyReport, error
 	if _, err := st.RewritePayloads(ctx, check); err != nil {
 		return rep, fmt.Errorf("%w; nothing was rewritten", err)
 	}
-	rep.Records = 0
-	rewrite := func(id ID, args, result []byte) ([]byte, []byte, bool, error) {
-		rep.Records++
-		newArgs, argsState, err := reseal(ctx, c, id, FieldArguments, args)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		newResult, resultState, err := reseal(ctx, c, id, FieldResult, result)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		changed := false
-		for _, state := range []resealState{argsState, resultState} {
-			switch state {
-			case wasPlain:
-				rep.Plain++
-				changed = true
-			case wasOld:
-				changed = true
-			case wasCurrent:
-				rep.Current++
+	// Then rewrite. A record another writer changes between the read and
+	// the write of a pass is skipped by the store; a few more passes reach
+	// it, unless it keeps changing.
+	for pass := 0; pass < rekeyPasses; pass++ {
+		var pr RekeyReport
+		wanted := 0
+		rewrite := func(id ID, args, result []byte) ([]byte, []byte, bool, error) {
+			pr.Records++
+			newArgs, argsState, err := reseal(ctx, c, id, FieldArguments, args)
+			if err != nil {
+				return nil, nil, false, err
 			}
+			newResult, resultState, err := reseal(ctx, c, id, FieldResult, result)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			changed := false
+			for _, state := range []resealState{argsState, resultState} {
+				switch state {
+				case wasPlain:
+					pr.Plain++
+					changed = true
+				case wasOld:
+					changed = true
+				case wasCurrent:
+					pr.Current++
+				}
+			}
+			if changed {
+				wanted++
+			}
+			return newArgs, newResult, changed, nil
 		}
-		return newArgs, newResult, changed, nil
+		n, err := st.RewritePayloads(ctx, rewrite)
+		rep.Rewritten += n
+		if pass == 0 {
+			rep.Records, rep.Plain, rep.Current = pr.Records, pr.Plain, pr.Current
+		}
+		rep.Skipped = max(wanted-n, 0)
+		if err != nil || rep.Skipped == 0 {
+			return rep, err
+		}
 	}
-	n, err := st.RewritePayloads(ctx, rewrite)
-	rep.Rewritten = n
-	return rep, err
+	return rep, nil
 }
+
+// rekeyPasses bounds the rewrite passes of Rekey.
+const rekeyPasses = 3
 
 type resealState int
 

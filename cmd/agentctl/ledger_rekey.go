@@ -81,14 +81,20 @@ stored in clear.`,
 				return exitf(exitUnreachable, "rekey stopped after %d records: %v; run it again once the ledger is reachable", rep.Rewritten, err)
 			}
 			if a.json {
-				return a.printJSON(map[string]any{
+				if err := a.printJSON(map[string]any{
 					"keyId": keys.CurrentKeyID(), "records": rep.Records, "rewritten": rep.Rewritten,
-					"plain": rep.Plain, "current": rep.Current,
-				})
+					"plain": rep.Plain, "current": rep.Current, "skipped": rep.Skipped,
+				}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.io.Out, "sealed %d of %d records with key %s (%d payloads were in clear; %d already had the key)\n",
+					rep.Rewritten, rep.Records, keys.CurrentKeyID(), rep.Plain, rep.Current)
 			}
-			fmt.Fprintf(a.io.Out, "sealed %d of %d records with key %s (%d payloads were in clear; %d already had the key)\n",
-				rep.Rewritten, rep.Records, keys.CurrentKeyID(), rep.Plain, rep.Current)
-			if len(keys.KeyIDs()) > 1 && rep.Records > 0 {
+			if rep.Skipped > 0 {
+				return exitf(exitFailed, "%d records kept changing while rekey ran and are not sealed with key %s yet; run agentctl ledger rekey again", rep.Skipped, keys.CurrentKeyID())
+			}
+			if !a.json && len(keys.KeyIDs()) > 1 && rep.Records > 0 {
 				fmt.Fprintf(a.io.Out, "older keys in %s may go once every process reading this ledger has the new first key\n", a.ledgerKeyFile)
 			}
 			return nil

@@ -357,3 +357,62 @@ func TestWrongKey(t *testing.T) {
 		}
 	})
 }
+
+// racer is a real store's PayloadRewriter with a hook that runs another
+// writer's change just before the walk hands a record to Rekey.
+type racer struct {
+	ledger.PayloadRewriter
+	calls  int
+	before func(call int, id ledger.ID)
+}
+
+func (r *racer) RewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int, error) {
+	r.calls++
+	call := r.calls
+	return r.PayloadRewriter.RewritePayloads(ctx, func(id ledger.ID, a, res []byte) ([]byte, []byte, bool, error) {
+		r.before(call, id)
+		return fn(id, a, res)
+	})
+}
+
+func TestRekeyBesideAWriter(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		base := b.open(t)
+		keys := keyring(t, newKey(t))
+		seed(t, base, 3, "s", "settledplain")
+		busy := ledger.ID{Tenant: "acme", Tool: "pay", Key: "busy"}
+		args := json.RawMessage(`{"note":"busyplain"}`)
+		fp, _ := ledger.Fingerprint(args)
+		if _, err := base.Claim(ctx, ledger.ClaimRequest{ID: busy, Fingerprint: fp, Arguments: args, Owner: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		other := ledger.WithCodec(base, keys) // the running process
+		res := json.RawMessage(`{"content":[{"type":"text","text":"done by the other writer"}]}`)
+		r := &racer{PayloadRewriter: base.(ledger.PayloadRewriter), before: func(call int, id ledger.ID) {
+			if call == 2 && id == busy {
+				if _, err := other.Transition(ctx, ledger.Transition{ID: busy, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res}); err != nil {
+					t.Errorf("Transition beside Rekey = %v", err)
+				}
+			}
+		}}
+		rep, err := ledger.Rekey(ctx, r, keys)
+		if err != nil {
+			t.Fatalf("Rekey = %v", err)
+		}
+		if rep.Rewritten != 4 || rep.Skipped != 0 || r.calls != 3 {
+			t.Fatalf("Rekey = %+v in %d walks; want all 4 records rewritten, the raced one in a second rewrite pass", rep, r.calls)
+		}
+		got, err := other.Get(ctx, busy)
+		if err != nil || string(got.Result) != string(res) || string(got.Arguments) != string(args) || got.State != ledger.StateSucceeded {
+			t.Fatalf("Get(busy) = %+v, %v; want the other writer's result kept and the arguments opened", got, err)
+		}
+		for id, p := range stored(t, base) {
+			for _, payload := range p {
+				if s, ok, _ := ledger.SealedOf([]byte(payload)); !ok || s.KeyID != keys.CurrentKeyID() {
+					t.Fatalf("after Rekey %s is stored as %.40s; want it sealed", id.Key, payload)
+				}
+			}
+		}
+	})
+}
