@@ -103,6 +103,11 @@ func TestLedgerKeyFile(t *testing.T) {
 	if !strings.Contains(list.stdout, `"arguments":"[encrypted]"`) || strings.Contains(list.stdout, payee) {
 		t.Fatalf("ledger list without the key = %s; want [encrypted] arguments", list.stdout)
 	}
+	table := e.run(nil, "ledger", "list")
+	table.wantExit(t, exitOK)
+	if !strings.Contains(table.stdout, "order-1") || !strings.Contains(table.stderr, "1 records show [encrypted]") {
+		t.Fatalf("ledger list without the key = %s / %s; want the record listed and a note on [encrypted]", table.stdout, table.stderr)
+	}
 	e.run(nil, "ledger", "show", "order-1", "--tool", "create_payment").wantExit(t, exitUsage, "no ledger key is configured", "key file")
 	e.run(nil, append([]string{"call", "--server", e.server}, pay...)...).wantExit(t, exitUsage, "no ledger key is configured")
 	withWrong := []string{"MCPLEDGER_LEDGER_KEY_FILE=" + writeKeys(t, filepath.Join(e.dir, "wrong.keys"), randomKey(t))}

@@ -74,3 +74,18 @@ func redactShown(p json.RawMessage) json.RawMessage {
 	}
 	return red
 }
+
+// encryptedCount is how many of recs this run could not decrypt.
+func encryptedCount(recs []*ledger.Record) int {
+	n := 0
+	for _, r := range recs {
+		if string(r.Arguments) == encryptedJSON || string(r.Result) == encryptedJSON {
+			n++
+		}
+	}
+	return n
+}
+
+// encryptedJSON is what ledger.WithCodec lists in place of a payload it
+// cannot decrypt.
+const encryptedJSON = `"` + ledger.Encrypted + `"`
