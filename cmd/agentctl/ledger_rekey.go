@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,9 @@ func (a *app) keep(st ledger.Store, mode access) (ledger.Store, error) {
 		keys, err := aesgcm.LoadKeyFile(a.ledgerKeyFile)
 		if err != nil {
 			return nil, errors.Join(exitf(exitUsage, "--ledger-key-file: %v", err), st.Close())
+		}
+		if info, err := os.Stat(a.ledgerKeyFile); err == nil && info.Mode().Perm()&0o077 != 0 {
+			fmt.Fprintf(a.io.Err, "agentctl: warning: the key file %s may be read by other users (mode %04o); chmod 600 it\n", a.ledgerKeyFile, info.Mode().Perm())
 		}
 		codec = keys
 	}

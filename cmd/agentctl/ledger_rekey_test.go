@@ -140,6 +140,17 @@ func TestLedgerKeyFile(t *testing.T) {
 	}
 	e.runEnv(nil, withA, "ledger", "show", "order-2", "--tool", "create_payment").wantExit(t, exitUsage, "is not in the keyring")
 
+	// A key file others may read works, with a warning.
+	loose := writeKeys(t, filepath.Join(e.dir, "loose.keys"), keyB)
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warned := e.run(nil, "--ledger-key-file", loose, "ledger", "list")
+	warned.wantExit(t, exitOK)
+	if !strings.Contains(warned.stderr, "may be read by other users (mode 0644)") {
+		t.Fatalf("ledger list with a 0644 key file: stderr %q; want a warning", warned.stderr)
+	}
+
 	// A broken key file is bad input, and says which line.
 	bad := writeKeys(t, filepath.Join(e.dir, "bad.keys"), keyB, "not-a-key!")
 	e.run(nil, "--ledger-key-file", bad, "ledger", "list").wantExit(t, exitUsage, "--ledger-key-file", "line 3")

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -412,6 +415,63 @@ func TestRekeyBesideAWriter(t *testing.T) {
 				if s, ok, _ := ledger.SealedOf([]byte(payload)); !ok || s.KeyID != keys.CurrentKeyID() {
 					t.Fatalf("after Rekey %s is stored as %.40s; want it sealed", id.Key, payload)
 				}
+			}
+		}
+	})
+}
+
+// TestConcurrentCallsOneExecution: many callers of one key through one
+// encrypted ledger run the tool once and all get the same bytes.
+func TestConcurrentCallsOneExecution(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		keys := keyring(t, newKey(t))
+		var runs atomic.Int64
+		srv := mcp.NewServer(&mcp.Implementation{Name: "count", Version: "v1"}, nil)
+		srv.AddTool(&mcp.Tool{Name: "charge", InputSchema: map[string]any{"type": "object"}},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				n := runs.Add(1)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("charged, run %d, %s", n, req.Params.Arguments)}}}, nil
+			})
+		// Two agents, each with its own Store on the one ledger, as two
+		// processes would be: followers of the other agent's call wait on
+		// the stored record and decrypt it.
+		var agents []*client.Client
+		for range 2 {
+			ct, serverT := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(context.Background(), serverT, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ss.Close() })
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client.New(cs, ledger.WithCodec(b.open(t), keys), &client.Options{Policy: &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}})
+			t.Cleanup(func() { c.Close() })
+			agents = append(agents, c)
+		}
+
+		const callers = 8
+		results := make([]json.RawMessage, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				o, err := agents[i%2].Call(client.WithKey(context.Background(), "charge-1"), &mcp.CallToolParams{Name: "charge", Arguments: map[string]any{"amount": 5}})
+				if err != nil {
+					t.Errorf("Call %d = %v", i, err)
+					return
+				}
+				results[i] = o.Record.Result
+			})
+		}
+		wg.Wait()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times for one key; want 1", n)
+		}
+		for i, r := range results {
+			if !bytes.Equal(r, results[0]) {
+				t.Fatalf("caller %d got %s; want the same bytes as caller 0: %s", i, r, results[0])
 			}
 		}
 	})
