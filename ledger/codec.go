@@ -93,9 +93,10 @@ func marshalSealed(s Sealed) (json.RawMessage, error) {
 // needs no change and replays get their bytes back exactly. Payloads
 // stored before encryption was turned on are read as they are.
 //
-// A payload c cannot open fails the read (Get, Claim, Transition, Wait,
-// FindRecent) with an error naming the record; List, which serves people
-// and the model, shows Encrypted in its place instead. With a nil c
+// A payload c cannot open fails the read (Get, Wait, FindRecent, and a
+// Claim that finds the record) with an error naming the record; List,
+// which serves people and the model, shows Encrypted in its place, and so
+// do a Claim that won and a Transition, whose writes are done. With a nil c
 // nothing is sealed and every sealed payload reads as Encrypted in List.
 //
 // The returned Store also implements EventLog when st does. Other optional
@@ -147,7 +148,9 @@ func (s *codecStore) Claim(ctx context.Context, req ClaimRequest) (Claim, error)
 			c.Record.Arguments = plain
 		}
 		if oerr := s.open(ctx, c.Record); oerr != nil {
-			if err == nil {
+			// A winner owns the operation now and runs it with its own
+			// arguments; a follower needs the stored result.
+			if err == nil && !c.Won {
 				return Claim{}, oerr
 			}
 			s.openOr(ctx, c.Record)
@@ -168,10 +171,9 @@ func (s *codecStore) Transition(ctx context.Context, t Transition) (*Record, err
 		if len(plain) > 0 && bytes.Equal(r.Result, sealed) {
 			r.Result = plain
 		}
-		if oerr := s.open(ctx, r); oerr != nil {
-			if err == nil {
-				return nil, oerr
-			}
+		if s.open(ctx, r) != nil {
+			// The transition is written; what cannot be opened of the
+			// record it returns is shown as Encrypted.
 			s.openOr(ctx, r)
 		}
 	}

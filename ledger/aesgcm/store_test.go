@@ -476,3 +476,33 @@ func TestConcurrentCallsOneExecution(t *testing.T) {
 		}
 	})
 }
+
+// TestTakeOverWithAnotherKey: a record that never ran (RETRYABLE), sealed
+// with a key this process lacks, is still taken over and run: the winner
+// runs its own arguments, and nothing is left stranded in PROCESSING.
+func TestTakeOverWithAnotherKey(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		base := b.open(t)
+		first := ledger.WithCodec(base, keyring(t, newKey(t)))
+		id := ledger.ID{Tenant: "acme", Tool: "pay", Key: "retry-1"}
+		args := json.RawMessage(`{"amount":5}`)
+		fp, _ := ledger.Fingerprint(args)
+		if _, err := first.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateRetryable, Owner: "a", ErrorKind: "unsent"}); err != nil {
+			t.Fatal(err)
+		}
+		other := ledger.WithCodec(base, keyring(t, newKey(t)))
+		c, err := other.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "b"})
+		if err != nil || !c.Won {
+			t.Fatalf("Claim of a RETRYABLE record sealed with another key = won %v, %v; want the take-over", c.Won, err)
+		}
+		res := json.RawMessage(`{"content":[]}`)
+		done, err := other.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "b", Result: res})
+		if err != nil || done.State != ledger.StateSucceeded || string(done.Result) != string(res) {
+			t.Fatalf("Transition after the take-over = %+v, %v; want SUCCEEDED with the result", done, err)
+		}
+	})
+}
