@@ -49,8 +49,8 @@ func TestRedact(t *testing.T) {
 		},
 		{
 			name: "nested object",
-			in:   `{"conn":{"host":"db","auth":{"password":"p","user":"u"}}}`,
-			want: `{"conn":{"host":"db","auth":{"password":"[REDACTED]","user":"u"}}}`,
+			in:   `{"conn":{"host":"db","login":{"password":"p","user":"u"}}}`,
+			want: `{"conn":{"host":"db","login":{"password":"[REDACTED]","user":"u"}}}`,
 		},
 		{
 			name: "objects inside arrays",
@@ -152,13 +152,13 @@ func TestFingerprintOfRedactedDiffers(t *testing.T) {
 }
 
 func TestRedactMap(t *testing.T) {
-	in := map[string]any{"to": "bob", "auth": map[string]any{"Password": "p"}, "n": 2.5}
+	in := map[string]any{"to": "bob", "login": map[string]any{"Password": "p"}, "n": 2.5}
 	got := ledger.RedactMap(in)
-	want := map[string]any{"to": "bob", "auth": map[string]any{"Password": ledger.Redacted}, "n": 2.5}
+	want := map[string]any{"to": "bob", "login": map[string]any{"Password": ledger.Redacted}, "n": 2.5}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("RedactMap(%v) = %v; want %v", in, got, want)
 	}
-	if in["auth"].(map[string]any)["Password"] != "p" {
+	if in["login"].(map[string]any)["Password"] != "p" {
 		t.Fatalf("RedactMap changed its input: %v", in)
 	}
 }

@@ -277,7 +277,12 @@ type errorBody struct {
 // error object on stdout. It returns the exit code.
 func (a *app) report(err error) int {
 	code, reason := exitCode(err)
-	msg := boundLine(ledger.MaskDSN(err.Error()))
+	if errors.Is(err, ledger.ErrNoKey) {
+		code, reason = exitUsage, reasonUsage // the key file is missing from the command line
+	}
+	// An error may quote a URL, a header or a tool's text: no secret in it
+	// reaches the console.
+	msg := boundLine(ledger.MaskDSN(ledger.RedactText(err.Error())))
 	e, _ := errors.AsType[*exitError](err)
 	if a.json && (e == nil || !e.printed) {
 		body := errorBody{Reason: reason, Message: msg, Exit: code}

@@ -57,6 +57,9 @@ func newLedgerListCmd(a *app) *cobra.Command {
 			if err := a.flushTable(t); err != nil {
 				return err
 			}
+			if n := encryptedCount(records); n > 0 {
+				fmt.Fprintf(a.io.Err, "%d records show [encrypted] arguments or results: pass --ledger-key-file FILE with their key to read them\n", n)
+			}
 			if more {
 				fmt.Fprintf(a.io.Err, "more records: raise --limit (0 for all)\n")
 			}

@@ -39,6 +39,8 @@ type app struct {
 	wide      bool
 	wait      time.Duration
 
+	ledgerKeyFile string // --ledger-key-file; see ledger_rekey.go
+
 	store      ledger.Store
 	closeStore func() error
 
@@ -100,6 +102,8 @@ approval, 130 interrupted (nothing final recorded).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.ledgerURL, "ledger", a.env("MCPLEDGER_LEDGER", ""),
 		"the ledger: a SQLite file `PATH` or a postgres:// URL (env MCPLEDGER_LEDGER; default $XDG_STATE_HOME/mcpledger/ledger.db, else ~/.local/state/mcpledger/ledger.db)")
+	pf.StringVar(&a.ledgerKeyFile, "ledger-key-file", a.env("MCPLEDGER_LEDGER_KEY_FILE", ""),
+		"encrypt stored arguments and results with the keys in `FILE` (env MCPLEDGER_LEDGER_KEY_FILE; see agentctl ledger rekey --help)")
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")

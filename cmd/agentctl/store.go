@@ -72,15 +72,13 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.store, a.closeStore = st, st.Close
-		return st, nil
+		return a.keep(st, mode)
 	}
 	st, err := a.openSQLite(ctx, target, mode)
 	if err != nil {
 		return nil, err
 	}
-	a.store, a.closeStore = a.timed(st), st.Close
-	return a.store, nil
+	return a.keep(a.timed(st), mode)
 }
 
 func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.Store, error) {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// inspected is the ledger as the commands that show records to a person
+// read it (ledger list, show, stats, purge, reconcile). A stored result is
+// the tool's answer, kept whole because a replay must return it byte for
+// byte, so it may hold what the tool echoed: an API key, a password. Those
+// commands see it redacted the way arguments are, and arguments stored by
+// older builds, which looked at field names only, are redacted again.
+type inspected struct {
+	ledger.Store
+}
+
+type inspectedEvents struct {
+	inspected
+	ledger.EventLog
+}
+
+// inspect wraps st for the commands that only show records.
+func inspect(st ledger.Store) ledger.Store {
+	if el, ok := st.(ledger.EventLog); ok {
+		return inspectedEvents{inspected{st}, el}
+	}
+	return inspected{st}
+}
+
+func (s inspected) Unwrap() ledger.Store { return s.Store }
+
+func (s inspected) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
+	r, err := s.Store.Get(ctx, id)
+	if r != nil {
+		redactRecord(r)
+	}
+	return r, err
+}
+
+func (s inspected) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+	p, err := s.Store.List(ctx, f)
+	for _, r := range p.Records {
+		redactRecord(r)
+	}
+	return p, err
+}
+
+func (s inspected) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger.Record, error) {
+	recs, err := s.Store.FindRecent(ctx, q)
+	for _, r := range recs {
+		redactRecord(r)
+	}
+	return recs, err
+}
+
+// redactRecord redacts r's payloads for display. A payload that is not
+// JSON (it never is, from this project) is hidden whole.
+func redactRecord(r *ledger.Record) {
+	r.Arguments = redactShown(r.Arguments)
+	r.Result = redactShown(r.Result)
+	r.ErrorMessage = ledger.RedactText(r.ErrorMessage)
+}
+
+func redactShown(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 {
+		return p
+	}
+	red, err := ledger.Redact(p)
+	if err != nil {
+		return json.RawMessage(`"` + ledger.Redacted + `"`)
+	}
+	return red
+}
+
+// encryptedCount is how many of recs this run could not decrypt.
+func encryptedCount(recs []*ledger.Record) int {
+	n := 0
+	for _, r := range recs {
+		if string(r.Arguments) == encryptedJSON || string(r.Result) == encryptedJSON {
+			n++
+		}
+	}
+	return n
+}
+
+// encryptedJSON is what ledger.WithCodec lists in place of a payload it
+// cannot decrypt.
+const encryptedJSON = `"` + ledger.Encrypted + `"`

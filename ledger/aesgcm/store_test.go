@@ -1,0 +1,508 @@
+package aesgcm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/aesgcm"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+// A backend is a real Store that can be opened again (as a new process
+// would) and read at rest, below the Store: the SQLite file with its WAL,
+// or the PostgreSQL rows.
+type backend struct {
+	name string
+	// open opens the backend's one ledger; each call gives a new Store.
+	open func(t *testing.T) ledger.Store
+	// raw returns every byte the ledger keeps at rest.
+	raw func(t *testing.T) []byte
+}
+
+func sqliteBackend(t *testing.T) backend {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	return backend{
+		name: "sqlite",
+		open: func(t *testing.T) ledger.Store {
+			st, err := sqlite.Open(context.Background(), path, nil)
+			if err != nil {
+				t.Fatalf("sqlite.Open = %v", err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		raw: func(t *testing.T) []byte {
+			var all []byte
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				b, err := os.ReadFile(path + suffix)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+				all = append(all, b...)
+			}
+			return all
+		},
+	}
+}
+
+func postgresBackend(t *testing.T) backend {
+	url := pgtest.Schema(t)
+	return backend{
+		name: "postgres",
+		open: func(t *testing.T) ledger.Store {
+			st, err := postgres.Open(context.Background(), url, nil)
+			if err != nil {
+				t.Fatalf("postgres.Open = %v", err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		raw: func(t *testing.T) []byte { return pgRaw(t, url) },
+	}
+}
+
+// run runs body once per backend, each with a fresh ledger.
+func run(t *testing.T, body func(t *testing.T, b backend)) {
+	t.Run("sqlite", func(t *testing.T) { body(t, sqliteBackend(t)) })
+	t.Run("postgres", func(t *testing.T) { body(t, postgresBackend(t)) })
+}
+
+// pgRaw reads every record row: the payload columns as bytes, and the
+// whole row as PostgreSQL prints it.
+func pgRaw(t *testing.T, url string) []byte {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT coalesce(arguments, ''), coalesce(result, ''), r::text FROM records r`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var all []byte
+	for rows.Next() {
+		var args, res []byte
+		var row string
+		if err := rows.Scan(&args, &res, &row); err != nil {
+			t.Fatal(err)
+		}
+		all = append(append(append(all, args...), res...), row...)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// echoClient is a client.Client over a real in-memory MCP session with a
+// server whose one tool, "echo", returns its arguments as text and as
+// structured content.
+func echoClient(t *testing.T, st ledger.Store) *client.Client {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{
+				Content:           []mcp.Content{&mcp.TextContent{Text: "echo " + string(req.Params.Arguments)}},
+				StructuredContent: req.Params.Arguments,
+			}, nil
+		})
+	ct, serverT := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), serverT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(cs, st, &client.Options{Policy: &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func echo(key, note string) (context.Context, *mcp.CallToolParams) {
+	return client.WithKey(context.Background(), key), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{
+		"note": note, "amount": 12.50, "to": "acct-" + note,
+	}}
+}
+
+func TestEncryptedAtRestAndReplayedByteForByte(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		keys := keyring(t, newKey(t))
+		const clear, sealed = "plainzebra4471", "sealedzebra9026"
+
+		// A control: without a codec the raw reading does see arguments
+		// and results, so the check below can fail.
+		plain := echoClient(t, b.open(t))
+		if _, err := plain.Call(echo("order-plain", clear)); err != nil {
+			t.Fatalf("Call(plain) = %v", err)
+		}
+		if n := bytes.Count(b.raw(t), []byte(clear)); n < 2 {
+			t.Fatalf("the raw %s ledger holds %q %d times; want it in clear in arguments and result", b.name, clear, n)
+		}
+
+		c := echoClient(t, ledger.WithCodec(b.open(t), keys))
+		first, err := c.Call(echo("order-sealed", sealed))
+		if err != nil {
+			t.Fatalf("Call = %v", err)
+		}
+		if first.Replayed || !strings.Contains(string(first.Record.Result), sealed) {
+			t.Fatalf("Call = replayed %v, result %s; want a fresh execution echoing %q", first.Replayed, first.Record.Result, sealed)
+		}
+		raw := b.raw(t)
+		if bytes.Contains(raw, []byte(sealed)) || bytes.Contains(raw, []byte("acct-"+sealed)) {
+			t.Fatalf("the raw %s ledger holds %q in clear", b.name, sealed)
+		}
+		if !bytes.Contains(raw, []byte(`{"mcpledger/encrypted":1,"alg":"A256GCM","kid":"`+keys.CurrentKeyID())) {
+			t.Fatalf("the raw %s ledger holds no envelope of key %s", b.name, keys.CurrentKeyID())
+		}
+
+		// A new process: a new Store and client, so the replay comes from
+		// the stored, sealed bytes.
+		again := echoClient(t, ledger.WithCodec(b.open(t), keys))
+		second, err := again.Call(echo("order-sealed", sealed))
+		if err != nil {
+			t.Fatalf("repeat Call = %v", err)
+		}
+		if !second.Replayed {
+			t.Fatalf("repeat Call ran the tool again; want a replay")
+		}
+		if !bytes.Equal(second.Record.Result, first.Record.Result) {
+			t.Fatalf("replayed result %s; want the first result byte for byte: %s", second.Record.Result, first.Record.Result)
+		}
+		if !bytes.Equal(second.Record.Arguments, first.Record.Arguments) {
+			t.Fatalf("replayed arguments %s; want %s", second.Record.Arguments, first.Record.Arguments)
+		}
+		got, want := second.Result.Content[0].(*mcp.TextContent).Text, first.Result.Content[0].(*mcp.TextContent).Text
+		if got != want {
+			t.Fatalf("replayed text %q; want %q", got, want)
+		}
+	})
+}
+
+// seed writes n settled records through st, keyed prefix-a, prefix-b, …,
+// each with arguments and a result that name marker.
+func seed(t *testing.T, st ledger.Store, n int, prefix, marker string) []ledger.ID {
+	t.Helper()
+	ctx := context.Background()
+	var ids []ledger.ID
+	for i := range n {
+		id := ledger.ID{Tenant: "acme", Tool: "pay", Key: prefix + "-" + string(rune('a'+i))}
+		args := json.RawMessage(`{"note":"` + marker + `","i":` + string(rune('0'+i)) + `}`)
+		fp, err := ledger.Fingerprint(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "w"}); err != nil {
+			t.Fatalf("Claim = %v", err)
+		}
+		res := json.RawMessage(`{"content":[{"type":"text","text":"paid ` + marker + `"}]}`)
+		if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res}); err != nil {
+			t.Fatalf("Transition = %v", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// stored reads every record's payloads as the Store keeps them.
+func stored(t *testing.T, st ledger.Store) map[ledger.ID][2]string {
+	t.Helper()
+	out := map[ledger.ID][2]string{}
+	_, err := ledger.Unwrap(st).(ledger.PayloadRewriter).RewritePayloads(context.Background(), func(id ledger.ID, a, r []byte) ([]byte, []byte, bool, error) {
+		out[id] = [2]string{string(a), string(r)}
+		return nil, nil, false, nil
+	})
+	if err != nil {
+		t.Fatalf("RewritePayloads = %v", err)
+	}
+	return out
+}
+
+func TestRotation(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		a, bk := newKey(t), newKey(t)
+		base := b.open(t)
+		plainIDs := seed(t, base, 2, "p", "plainleft")
+		oldIDs := seed(t, ledger.WithCodec(base, keyring(t, a)), 3, "o", "oldkeyed")
+
+		both := ledger.WithCodec(base, keyring(t, bk, a))
+		newIDs := seed(t, both, 1, "n", "newkeyed")
+		for _, id := range append(append(append([]ledger.ID(nil), plainIDs...), oldIDs...), newIDs...) {
+			r, err := both.Get(ctx, id)
+			if err != nil {
+				t.Fatalf("Get(%s) with [new, old] = %v", id.Key, err)
+			}
+			if !json.Valid(r.Arguments) || !strings.Contains(string(r.Result), "paid") {
+				t.Fatalf("Get(%s) = args %s result %s; want them opened", id.Key, r.Arguments, r.Result)
+			}
+		}
+
+		rep, err := ledger.Rekey(ctx, base.(ledger.PayloadRewriter), keyring(t, bk, a))
+		if err != nil {
+			t.Fatalf("Rekey = %v", err)
+		}
+		if rep.Records != 6 || rep.Rewritten != 5 || rep.Plain != 4 || rep.Current != 2 {
+			t.Fatalf("Rekey = %+v; want 6 records, 5 rewritten, 4 plain payloads, 2 already current", rep)
+		}
+		for id, p := range stored(t, base) {
+			for _, payload := range p {
+				s, ok, err := ledger.SealedOf([]byte(payload))
+				if !ok || err != nil || s.KeyID != aesgcm.KeyID(bk) {
+					t.Fatalf("after Rekey, %s is stored as %.60s; want sealed with key %s", id.Key, payload, aesgcm.KeyID(bk))
+				}
+			}
+		}
+		raw := b.raw(t)
+		for _, m := range []string{"plainleft", "oldkeyed", "newkeyed"} {
+			if bytes.Contains(raw, []byte(m)) {
+				t.Errorf("after Rekey the raw %s ledger holds %q in clear", b.name, m)
+			}
+		}
+
+		onlyNew := ledger.WithCodec(b.open(t), keyring(t, bk))
+		for _, id := range oldIDs {
+			r, err := onlyNew.Get(ctx, id)
+			if err != nil || !strings.Contains(string(r.Result), "paid oldkeyed") {
+				t.Fatalf("Get(%s) with the new key alone = %v; want the rekeyed record", id.Key, err)
+			}
+		}
+		onlyOld := ledger.WithCodec(b.open(t), keyring(t, a))
+		if _, err := onlyOld.Get(ctx, oldIDs[0]); !errors.Is(err, ledger.ErrNoKey) {
+			t.Fatalf("Get with the retired key alone = %v; want ErrNoKey", err)
+		}
+		// A second rekey has nothing left to do.
+		rep, err = ledger.Rekey(ctx, base.(ledger.PayloadRewriter), keyring(t, bk))
+		if err != nil || rep.Rewritten != 0 || rep.Current != 12 {
+			t.Fatalf("second Rekey = %+v, %v; want nothing rewritten, 12 payloads current", rep, err)
+		}
+	})
+}
+
+func TestWrongKey(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		base := b.open(t)
+		right := keyring(t, newKey(t))
+		ids := seed(t, ledger.WithCodec(base, right), 3, "r", "rightkey")
+		before := stored(t, base)
+
+		wrong := keyring(t, newKey(t))
+		st := ledger.WithCodec(b.open(t), wrong)
+		_, err := st.Get(ctx, ids[0])
+		if !errors.Is(err, ledger.ErrNoKey) || !strings.Contains(err.Error(), right.CurrentKeyID()) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("Get with the wrong key = %v; want one line wrapping ErrNoKey naming key id %s", err, right.CurrentKeyID())
+		}
+		// A repeat of the call with the wrong key fails; it does not run
+		// again or replace the record.
+		args := json.RawMessage(`{"note":"rightkey","i":0}`)
+		fp, _ := ledger.Fingerprint(args)
+		if c, err := st.Claim(ctx, ledger.ClaimRequest{ID: ids[0], Fingerprint: fp, Arguments: args, Owner: "x"}); !errors.Is(err, ledger.ErrNoKey) || c.Won {
+			t.Fatalf("Claim with the wrong key = won %v, %v; want ErrNoKey", c.Won, err)
+		}
+		// Listing still works and says what it cannot show.
+		page, err := st.List(ctx, ledger.Filter{Tenant: "acme"})
+		if err != nil || len(page.Records) != 3 {
+			t.Fatalf("List with the wrong key = %d records, %v; want 3", len(page.Records), err)
+		}
+		for _, r := range page.Records {
+			if string(r.Arguments) != `"[encrypted]"` || string(r.Result) != `"[encrypted]"` {
+				t.Fatalf("List shows %s / %s; want [encrypted] for both", r.Arguments, r.Result)
+			}
+		}
+		// Without any key, the same.
+		page, err = ledger.WithCodec(b.open(t), nil).List(ctx, ledger.Filter{Tenant: "acme"})
+		if err != nil || len(page.Records) != 3 || string(page.Records[0].Result) != `"[encrypted]"` {
+			t.Fatalf("List without a key = %v; want 3 records shown [encrypted]", err)
+		}
+		if _, err := ledger.WithCodec(b.open(t), nil).Get(ctx, ids[1]); !errors.Is(err, ledger.ErrNoKey) || !strings.Contains(err.Error(), "no ledger key is configured") {
+			t.Fatalf("Get without a key = %v; want ErrNoKey saying no key is configured", err)
+		}
+
+		if _, err := ledger.Rekey(ctx, base.(ledger.PayloadRewriter), wrong); !errors.Is(err, ledger.ErrNoKey) || !strings.Contains(err.Error(), "nothing was rewritten") {
+			t.Fatalf("Rekey with the wrong key = %v; want ErrNoKey and nothing rewritten", err)
+		}
+		after := stored(t, base)
+		if len(after) != len(before) {
+			t.Fatalf("after the failed Rekey %d records; want %d", len(after), len(before))
+		}
+		for id, p := range before {
+			if after[id] != p {
+				t.Fatalf("the failed Rekey changed %s", id.Key)
+			}
+		}
+		for _, id := range ids {
+			if r, err := ledger.WithCodec(base, right).Get(ctx, id); err != nil || r.State != ledger.StateSucceeded {
+				t.Fatalf("Get(%s) with the right key = %v; want the record as it was", id.Key, err)
+			}
+		}
+	})
+}
+
+// racer is a real store's PayloadRewriter with a hook that runs another
+// writer's change just before the walk hands a record to Rekey.
+type racer struct {
+	ledger.PayloadRewriter
+	calls  int
+	before func(call int, id ledger.ID)
+}
+
+func (r *racer) RewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int, error) {
+	r.calls++
+	call := r.calls
+	return r.PayloadRewriter.RewritePayloads(ctx, func(id ledger.ID, a, res []byte) ([]byte, []byte, bool, error) {
+		r.before(call, id)
+		return fn(id, a, res)
+	})
+}
+
+func TestRekeyBesideAWriter(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		base := b.open(t)
+		keys := keyring(t, newKey(t))
+		seed(t, base, 3, "s", "settledplain")
+		busy := ledger.ID{Tenant: "acme", Tool: "pay", Key: "busy"}
+		args := json.RawMessage(`{"note":"busyplain"}`)
+		fp, _ := ledger.Fingerprint(args)
+		if _, err := base.Claim(ctx, ledger.ClaimRequest{ID: busy, Fingerprint: fp, Arguments: args, Owner: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		other := ledger.WithCodec(base, keys) // the running process
+		res := json.RawMessage(`{"content":[{"type":"text","text":"done by the other writer"}]}`)
+		r := &racer{PayloadRewriter: base.(ledger.PayloadRewriter), before: func(call int, id ledger.ID) {
+			if call == 2 && id == busy {
+				if _, err := other.Transition(ctx, ledger.Transition{ID: busy, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res}); err != nil {
+					t.Errorf("Transition beside Rekey = %v", err)
+				}
+			}
+		}}
+		rep, err := ledger.Rekey(ctx, r, keys)
+		if err != nil {
+			t.Fatalf("Rekey = %v", err)
+		}
+		if rep.Rewritten != 4 || rep.Skipped != 0 || r.calls != 3 {
+			t.Fatalf("Rekey = %+v in %d walks; want all 4 records rewritten, the raced one in a second rewrite pass", rep, r.calls)
+		}
+		got, err := other.Get(ctx, busy)
+		if err != nil || string(got.Result) != string(res) || string(got.Arguments) != string(args) || got.State != ledger.StateSucceeded {
+			t.Fatalf("Get(busy) = %+v, %v; want the other writer's result kept and the arguments opened", got, err)
+		}
+		for id, p := range stored(t, base) {
+			for _, payload := range p {
+				if s, ok, _ := ledger.SealedOf([]byte(payload)); !ok || s.KeyID != keys.CurrentKeyID() {
+					t.Fatalf("after Rekey %s is stored as %.40s; want it sealed", id.Key, payload)
+				}
+			}
+		}
+	})
+}
+
+// TestConcurrentCallsOneExecution: many callers of one key through one
+// encrypted ledger run the tool once and all get the same bytes.
+func TestConcurrentCallsOneExecution(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		keys := keyring(t, newKey(t))
+		var runs atomic.Int64
+		srv := mcp.NewServer(&mcp.Implementation{Name: "count", Version: "v1"}, nil)
+		srv.AddTool(&mcp.Tool{Name: "charge", InputSchema: map[string]any{"type": "object"}},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				n := runs.Add(1)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("charged, run %d, %s", n, req.Params.Arguments)}}}, nil
+			})
+		// Two agents, each with its own Store on the one ledger, as two
+		// processes would be: followers of the other agent's call wait on
+		// the stored record and decrypt it.
+		var agents []*client.Client
+		for range 2 {
+			ct, serverT := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(context.Background(), serverT, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ss.Close() })
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client.New(cs, ledger.WithCodec(b.open(t), keys), &client.Options{Policy: &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}})
+			t.Cleanup(func() { c.Close() })
+			agents = append(agents, c)
+		}
+
+		const callers = 8
+		results := make([]json.RawMessage, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				o, err := agents[i%2].Call(client.WithKey(context.Background(), "charge-1"), &mcp.CallToolParams{Name: "charge", Arguments: map[string]any{"amount": 5}})
+				if err != nil {
+					t.Errorf("Call %d = %v", i, err)
+					return
+				}
+				results[i] = o.Record.Result
+			})
+		}
+		wg.Wait()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times for one key; want 1", n)
+		}
+		for i, r := range results {
+			if !bytes.Equal(r, results[0]) {
+				t.Fatalf("caller %d got %s; want the same bytes as caller 0: %s", i, r, results[0])
+			}
+		}
+	})
+}
+
+// TestTakeOverWithAnotherKey: a record that never ran (RETRYABLE), sealed
+// with a key this process lacks, is still taken over and run: the winner
+// runs its own arguments, and nothing is left stranded in PROCESSING.
+func TestTakeOverWithAnotherKey(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		base := b.open(t)
+		first := ledger.WithCodec(base, keyring(t, newKey(t)))
+		id := ledger.ID{Tenant: "acme", Tool: "pay", Key: "retry-1"}
+		args := json.RawMessage(`{"amount":5}`)
+		fp, _ := ledger.Fingerprint(args)
+		if _, err := first.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateRetryable, Owner: "a", ErrorKind: "unsent"}); err != nil {
+			t.Fatal(err)
+		}
+		other := ledger.WithCodec(base, keyring(t, newKey(t)))
+		c, err := other.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "b"})
+		if err != nil || !c.Won {
+			t.Fatalf("Claim of a RETRYABLE record sealed with another key = won %v, %v; want the take-over", c.Won, err)
+		}
+		res := json.RawMessage(`{"content":[]}`)
+		done, err := other.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "b", Result: res})
+		if err != nil || done.State != ledger.StateSucceeded || string(done.Result) != string(res) {
+			t.Fatalf("Transition after the take-over = %+v, %v; want SUCCEEDED with the result", done, err)
+		}
+	})
+}

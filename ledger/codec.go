@@ -1,0 +1,293 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// A Codec turns the payloads a Store keeps (a record's arguments and its
+// result) into their at-rest form and back, the way Temporal's payload
+// codec does for workflow data: the Store never sees the plain bytes.
+// ledger/aesgcm is the one mcpledger ships (AES-256-GCM with a keyring).
+//
+// Encode must seal with the codec's current key; Decode must open what any
+// of its keys sealed, and fail with an error wrapping ErrNoKey when it does
+// not hold the key s names. Both get the record's identity and the field
+// ("arguments" or "result") so a codec can bind the sealed bytes to them.
+type Codec interface {
+	Encode(ctx context.Context, id ID, field string, plain []byte) (Sealed, error)
+	Decode(ctx context.Context, id ID, field string, s Sealed) ([]byte, error)
+}
+
+// Sealed is one payload in its at-rest form.
+type Sealed struct {
+	// Alg names the codec's scheme ("A256GCM").
+	Alg string
+	// KeyID names the key that sealed Data, so a keyring finds it after
+	// rotation.
+	KeyID string
+	Data  []byte
+}
+
+// Payload fields, as passed to a Codec.
+const (
+	FieldArguments = "arguments"
+	FieldResult    = "result"
+)
+
+// Encrypted is what List shows for a payload this process cannot decrypt.
+const Encrypted = "[encrypted]"
+
+// encryptedJSON is Encrypted as the JSON value List puts in its place.
+var encryptedJSON = json.RawMessage(`"` + Encrypted + `"`)
+
+// ErrNoKey: a payload is encrypted with a key this process does not hold
+// (no key configured, or a keyring without that key id).
+var ErrNoKey = errors.New("ledger: no key for an encrypted payload")
+
+// envelope is the stored form of a sealed payload: versioned JSON, so a
+// reader without the codec still gets valid JSON and can tell it apart
+// from plain arguments.
+type envelope struct {
+	Version int    `json:"mcpledger/encrypted"`
+	Alg     string `json:"alg"`
+	KeyID   string `json:"kid"`
+	Data    []byte `json:"data"` // base64
+}
+
+// envelopePrefix starts every envelope: json.Marshal writes the fields in
+// order.
+var envelopePrefix = []byte(`{"mcpledger/encrypted":`)
+
+const envelopeVersion = 1
+
+// IsEncrypted reports whether stored is a sealed payload (as a Store keeps
+// it under WithCodec), not plain JSON.
+func IsEncrypted(stored []byte) bool { return bytes.HasPrefix(stored, envelopePrefix) }
+
+// SealedOf parses a stored payload. ok is false for a plain one.
+func SealedOf(stored []byte) (s Sealed, ok bool, err error) {
+	if !IsEncrypted(stored) {
+		return Sealed{}, false, nil
+	}
+	var e envelope
+	if err := json.Unmarshal(stored, &e); err != nil {
+		return Sealed{}, true, fmt.Errorf("ledger: a stored payload has a damaged encryption envelope: %w", err)
+	}
+	if e.Version != envelopeVersion {
+		return Sealed{}, true, fmt.Errorf("ledger: a stored payload is sealed in envelope version %d; this build reads version %d, so upgrade it", e.Version, envelopeVersion)
+	}
+	return Sealed{Alg: e.Alg, KeyID: e.KeyID, Data: e.Data}, true, nil
+}
+
+// marshalSealed is the stored form of s.
+func marshalSealed(s Sealed) (json.RawMessage, error) {
+	return json.Marshal(envelope{Version: envelopeVersion, Alg: s.Alg, KeyID: s.KeyID, Data: s.Data})
+}
+
+// WithCodec returns a Store that keeps arguments and results sealed by c
+// and opens them on every read, so st (SQLite, PostgreSQL or any other)
+// needs no change and replays get their bytes back exactly. Payloads
+// stored before encryption was turned on are read as they are.
+//
+// A payload c cannot open fails the read (Get, Wait, FindRecent, and a
+// Claim that finds the record) with an error naming the record; List,
+// which serves people and the model, shows Encrypted in its place, and so
+// do a Claim that won and a Transition, whose writes are done. With a nil c
+// nothing is sealed and every sealed payload reads as Encrypted in List.
+//
+// The returned Store also implements EventLog when st does. Other optional
+// interfaces of st are reached with Unwrap.
+func WithCodec(st Store, c Codec) Store {
+	cs := &codecStore{Store: st, codec: c}
+	if el, ok := st.(EventLog); ok {
+		return &codecEventStore{codecStore: cs, EventLog: el}
+	}
+	return cs
+}
+
+// Unwrap returns the Store under every wrapper of st: WithCodec's, and any
+// other with an Unwrap() Store method. It returns st itself when st wraps
+// nothing.
+func Unwrap(st Store) Store {
+	for {
+		u, ok := st.(interface{ Unwrap() Store })
+		if !ok {
+			return st
+		}
+		st = u.Unwrap()
+	}
+}
+
+type codecStore struct {
+	Store
+	codec Codec
+}
+
+type codecEventStore struct {
+	*codecStore
+	EventLog
+}
+
+func (s *codecStore) Unwrap() Store { return s.Store }
+
+func (s *codecStore) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
+	plain := req.Arguments
+	sealed, err := s.seal(ctx, req.ID, FieldArguments, req.Arguments)
+	if err != nil {
+		return Claim{}, err
+	}
+	req.Arguments = sealed
+	c, err := s.Store.Claim(ctx, req)
+	if c.Record != nil {
+		if c.Won && bytes.Equal(c.Record.Arguments, sealed) {
+			// A new record: its arguments are the ones just sealed.
+			c.Record.Arguments = plain
+		}
+		if oerr := s.open(ctx, c.Record); oerr != nil {
+			// A winner owns the operation now and runs it with its own
+			// arguments; a follower needs the stored result.
+			if err == nil && !c.Won {
+				return Claim{}, oerr
+			}
+			s.openOr(ctx, c.Record)
+		}
+	}
+	return c, err
+}
+
+func (s *codecStore) Transition(ctx context.Context, t Transition) (*Record, error) {
+	plain := t.Result
+	sealed, err := s.seal(ctx, t.ID, FieldResult, t.Result)
+	if err != nil {
+		return nil, err
+	}
+	t.Result = sealed
+	r, err := s.Store.Transition(ctx, t)
+	if r != nil {
+		if len(plain) > 0 && bytes.Equal(r.Result, sealed) {
+			r.Result = plain
+		}
+		if s.open(ctx, r) != nil {
+			// The transition is written; what cannot be opened of the
+			// record it returns is shown as Encrypted.
+			s.openOr(ctx, r)
+		}
+	}
+	return r, err
+}
+
+func (s *codecStore) Get(ctx context.Context, id ID) (*Record, error) {
+	r, err := s.Store.Get(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if err := s.open(ctx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (s *codecStore) Wait(ctx context.Context, id ID) (*Record, error) {
+	r, err := s.Store.Wait(ctx, id)
+	if r != nil {
+		if oerr := s.open(ctx, r); oerr != nil {
+			if err == nil {
+				return nil, oerr
+			}
+			s.openOr(ctx, r)
+		}
+	}
+	return r, err
+}
+
+func (s *codecStore) FindRecent(ctx context.Context, q RecentQuery) ([]*Record, error) {
+	recs, err := s.Store.FindRecent(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if err := s.open(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+func (s *codecStore) List(ctx context.Context, f Filter) (Page, error) {
+	p, err := s.Store.List(ctx, f)
+	if err != nil {
+		return p, err
+	}
+	for _, r := range p.Records {
+		if err := s.open(ctx, r); err != nil {
+			// Listing serves people and the model: they see that a
+			// payload is there and sealed, not a failed page.
+			s.openOr(ctx, r)
+		}
+	}
+	return p, nil
+}
+
+// seal returns the stored form of plain; an empty payload stays empty (it
+// means "keep the stored value" to Transition).
+func (s *codecStore) seal(ctx context.Context, id ID, field string, plain json.RawMessage) (json.RawMessage, error) {
+	if len(plain) == 0 || s.codec == nil {
+		return plain, nil
+	}
+	sealed, err := s.codec.Encode(ctx, id, field, plain)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encrypting the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
+	}
+	return marshalSealed(sealed)
+}
+
+// open replaces r's sealed payloads by their plain bytes.
+func (s *codecStore) open(ctx context.Context, r *Record) error {
+	args, err := s.openField(ctx, r.ID, FieldArguments, r.Arguments)
+	if err != nil {
+		return err
+	}
+	res, err := s.openField(ctx, r.ID, FieldResult, r.Result)
+	if err != nil {
+		return err
+	}
+	r.Arguments, r.Result = args, res
+	return nil
+}
+
+// openOr opens what it can of r and puts Encrypted in place of the rest.
+func (s *codecStore) openOr(ctx context.Context, r *Record) {
+	if args, err := s.openField(ctx, r.ID, FieldArguments, r.Arguments); err == nil {
+		r.Arguments = args
+	} else {
+		r.Arguments = encryptedJSON
+	}
+	if res, err := s.openField(ctx, r.ID, FieldResult, r.Result); err == nil {
+		r.Result = res
+	} else {
+		r.Result = encryptedJSON
+	}
+}
+
+func (s *codecStore) openField(ctx context.Context, id ID, field string, stored json.RawMessage) (json.RawMessage, error) {
+	sealed, ok, err := SealedOf(stored)
+	if !ok {
+		return stored, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
+	}
+	if s.codec == nil {
+		return nil, fmt.Errorf("ledger: cannot read the %s of %s key %s: encrypted with key id %s, and no ledger key is configured; give the key file that holds that key: %w",
+			field, id.Tool, ShortHash(id.Key), sealed.KeyID, ErrNoKey)
+	}
+	plain, err := s.codec.Decode(ctx, id, field, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: cannot read the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
+	}
+	return plain, nil
+}
