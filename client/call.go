@@ -40,6 +40,7 @@ type operation struct {
 	redacted json.RawMessage
 	id       ledger.ID
 	fence    wire.Fence // of the lease the current run holds
+	redactor *ledger.Redactor
 	decision planner.Decision
 }
 
@@ -75,7 +76,7 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 		// tool list only refines the behaviour.
 		c.log.Debug("tool list unavailable", "tool", p.Name, "err", err)
 	}
-	op := &operation{params: p, tool: tool, name: p.Name, args: args}
+	op := &operation{params: p, tool: tool, name: p.Name, args: args, redactor: c.opts.Tools.For(p.Name).Redact}
 	if c.readOnly(op) {
 		return c.passthrough(ctx, op)
 	}
@@ -254,7 +255,7 @@ func annotations(op *operation) *mcp.ToolAnnotations {
 // replay never pays for it.
 func (op *operation) redact() (json.RawMessage, error) {
 	if op.redacted == nil {
-		r, err := ledger.Redact(op.args)
+		r, err := op.redactor.Redact(op.args)
 		if err != nil {
 			return nil, err
 		}

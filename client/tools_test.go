@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -154,5 +155,23 @@ func TestRepeatableReconnects(t *testing.T) {
 	sends = 0
 	if err := c.Repeatable(ctx, list); err == nil || sends != 1 {
 		t.Errorf("Repeatable without a connect function = %v after %d sends; want the session's error after 1", err, sends)
+	}
+}
+
+// A tool's own redaction rules (ledger.ToolSettings.Redact) apply to what
+// the ledger stores; the fingerprint still sees the real arguments.
+func TestPerToolRedaction(t *testing.T) {
+	f := newFixture(t, nil, &client.Options{Tools: ledger.Tools{"write": {Redact: &ledger.Redactor{Names: []string{"id"}}}}})
+	ctx := client.WithKey(context.Background(), "red-1")
+	if _, err := f.c.CallTool(ctx, write("customer-4711", 1)); err != nil {
+		t.Fatalf("CallTool = %v", err)
+	}
+	r := record(t, f.store, "write", "red-1")
+	if strings.Contains(string(r.Arguments), "customer-4711") || !strings.Contains(string(r.Arguments), ledger.Redacted) {
+		t.Fatalf("stored arguments = %s; want the id redacted", r.Arguments)
+	}
+	fp, err := ledger.Fingerprint([]byte(`{"amount":1,"id":"customer-4711"}`))
+	if err != nil || r.Fingerprint != fp {
+		t.Fatalf("fingerprint = %s, %v; want the one of the real arguments %s", r.Fingerprint, err, fp)
 	}
 }

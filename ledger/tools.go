@@ -29,6 +29,10 @@ type ToolSettings struct {
 	// Keyed makes a server require a key for the tool even when its own
 	// annotations say read-only.
 	Keyed bool
+	// Redact finds secrets in the tool's arguments before they are stored
+	// or shown: extra names and patterns beside the built-in rules (the
+	// built-in rules alone when nil).
+	Redact *Redactor
 	// Compact shrinks a result past the size limit to what a replay needs
 	// to mean the same thing (Compact when nil).
 	Compact Compactor

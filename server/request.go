@@ -71,7 +71,7 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 	if err != nil {
 		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
-	red, err := ledger.Redact(p.Arguments)
+	red, err := pol.Redact.Redact(p.Arguments)
 	if err != nil {
 		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
