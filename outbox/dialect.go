@@ -49,6 +49,7 @@ var SQLite = &Dialect{
 		)`,
 		`CREATE INDEX IF NOT EXISTS mcpledger_outbox_due ON mcpledger_outbox (available_at)
 			WHERE delivered_at IS NULL AND dead_at IS NULL`,
+		fenceSchema,
 	},
 	InboxSchema: []string{
 		`CREATE TABLE IF NOT EXISTS mcpledger_inbox (

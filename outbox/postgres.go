@@ -36,6 +36,7 @@ var PostgreSQL = &Dialect{
 		)`,
 		`CREATE INDEX IF NOT EXISTS mcpledger_outbox_due ON mcpledger_outbox (available_at, id)
 			WHERE delivered_at IS NULL AND dead_at IS NULL`,
+		fenceSchema,
 	},
 	InboxSchema: []string{
 		`SELECT pg_advisory_xact_lock(hashtext('mcpledger_inbox migrate'))`,
