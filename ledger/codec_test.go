@@ -56,7 +56,7 @@ func TestWithCodecPaths(t *testing.T) {
 		t.Fatalf("Claim = %+v, %v; want a win with the arguments as given", c, err)
 	}
 	res := json.RawMessage(`{"content":[{"type":"text","text":"paid bob"}]}`)
-	done, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res})
+	done, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1, Result: res})
 	if err != nil || string(done.Result) != string(res) || string(done.Arguments) != string(args) {
 		t.Fatalf("Transition = %+v, %v; want the plain result and arguments back", done, err)
 	}

@@ -73,7 +73,7 @@ stored in clear.`,
 			if err != nil {
 				return exitf(exitUsage, "--ledger-key-file: %v", err)
 			}
-			st, err := a.ledger(c.Context(), readOnly)
+			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
 				return err
 			}

@@ -61,7 +61,7 @@ func BenchmarkStoreRoundTrip(b *testing.B) {
 				if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "w"}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res}); err != nil {
+				if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1, Result: res}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := st.Get(ctx, id); err != nil {

@@ -34,7 +34,7 @@ func Example() {
 	args := json.RawMessage(`{"to":"bob","amount":100}`)
 	fp, _ := ledger.Fingerprint(args)
 	st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "w"})
-	st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w",
+	st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1,
 		Result: json.RawMessage(`{"content":[{"type":"text","text":"paid"}]}`)})
 
 	stored, _ := raw.Get(ctx, id)

@@ -218,7 +218,7 @@ func seed(t *testing.T, st ledger.Store, n int, prefix, marker string) []ledger.
 			t.Fatalf("Claim = %v", err)
 		}
 		res := json.RawMessage(`{"content":[{"type":"text","text":"paid ` + marker + `"}]}`)
-		if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res}); err != nil {
+		if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1, Result: res}); err != nil {
 			t.Fatalf("Transition = %v", err)
 		}
 		ids = append(ids, id)
@@ -394,7 +394,7 @@ func TestRekeyBesideAWriter(t *testing.T) {
 		res := json.RawMessage(`{"content":[{"type":"text","text":"done by the other writer"}]}`)
 		r := &racer{PayloadRewriter: base.(ledger.PayloadRewriter), before: func(call int, id ledger.ID) {
 			if call == 2 && id == busy {
-				if _, err := other.Transition(ctx, ledger.Transition{ID: busy, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Result: res}); err != nil {
+				if _, err := other.Transition(ctx, ledger.Transition{ID: busy, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1, Result: res}); err != nil {
 					t.Errorf("Transition beside Rekey = %v", err)
 				}
 			}
@@ -491,7 +491,7 @@ func TestTakeOverWithAnotherKey(t *testing.T) {
 		if _, err := first.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "a"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := first.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateRetryable, Owner: "a", ErrorKind: "unsent"}); err != nil {
+		if _, err := first.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateRetryable, Owner: "a", Fence: 1, ErrorKind: "unsent"}); err != nil {
 			t.Fatal(err)
 		}
 		other := ledger.WithCodec(base, keyring(t, newKey(t)))
@@ -500,7 +500,7 @@ func TestTakeOverWithAnotherKey(t *testing.T) {
 			t.Fatalf("Claim of a RETRYABLE record sealed with another key = won %v, %v; want the take-over", c.Won, err)
 		}
 		res := json.RawMessage(`{"content":[]}`)
-		done, err := other.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "b", Result: res})
+		done, err := other.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "b", Fence: c.Record.Fence, Result: res})
 		if err != nil || done.State != ledger.StateSucceeded || string(done.Result) != string(res) {
 			t.Fatalf("Transition after the take-over = %+v, %v; want SUCCEEDED with the result", done, err)
 		}
