@@ -347,7 +347,9 @@ func TestInstruments(t *testing.T) {
 		},
 		{
 			name: "read-only tool bypasses the ledger",
-			opts: func() *rigOptions { return &rigOptions{client: &client.Options{Tools: ledger.Tools{"lookup": {ReadOnly: true}}}} },
+			opts: func() *rigOptions {
+				return &rigOptions{client: &client.Options{Tools: ledger.Tools{"lookup": {ReadOnly: true}}}}
+			},
 			run: func(t *testing.T, r *rig) {
 				if _, err := r.client.Call(context.Background(), &mcp.CallToolParams{Name: "lookup"}); err != nil {
 					t.Fatalf("Call(lookup) = %v", err)
