@@ -39,6 +39,8 @@ func TestCallReason(t *testing.T) {
 		{"invalid params before the tool", clientErr(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}, ledger.StateFailed), ledger.StateFailed, false, false, reasonRejected, exitUsage},
 		{"REJECTED", clientErr(errors.New("refused"), ledger.StateRejected), ledger.StateRejected, false, false, reasonRejected, exitUsage},
 		{"no one to confirm", confirm.ErrNoConfirmer, "", false, false, reasonNoConfirmer, exitUsage},
+		{"no one to confirm, as the client says it", clientErr(fmt.Errorf("%w: no one confirmed the call: %w", client.ErrRejected, confirm.ErrNoConfirmer), ledger.StateRejected), ledger.StateRejected, false, false, reasonNoConfirmer, exitUsage},
+		{"Ctrl-C at the prompt", clientErr(fmt.Errorf("%w: no one confirmed the call: %w", client.ErrRejected, confirm.ErrAborted), ledger.StateRejected), ledger.StateRejected, false, false, reasonInterrupted, exitInterrupted},
 		{"denied", clientErr(client.ErrDenied, ledger.StateDenied), ledger.StateDenied, false, false, reasonDenied, exitDenied},
 		{"unknown", clientErr(client.ErrOutcomeUnknown, ledger.StateUnknown), ledger.StateUnknown, false, false, reasonOutcomeUnknown, exitUnknown},
 		{"interrupted after send", clientErr(context.Canceled, ledger.StateUnknown), ledger.StateUnknown, true, false, reasonOutcomeUnknown, exitUnknown},
