@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/mcptest"
 )
 
@@ -112,29 +112,7 @@ func TestRefusedArgumentsKeepTheKey(t *testing.T) {
 	}
 }
 
-// deadOwner is the owner string of a real process that has been SIGKILLed
-// and reaped.
-func deadOwner(t *testing.T) string {
-	t.Helper()
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start a child: %v", err)
-	}
-	o, err := ledger.OwnerOf(cmd.Process.Pid, "agentctl")
-	if err != nil {
-		t.Fatalf("OwnerOf(child) = %v", err)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatalf("kill the child: %v", err)
-	}
-	if err := cmd.Wait(); err == nil {
-		t.Fatalf("the killed child exited cleanly")
-	}
-	if !ledger.OwnerGone(o.String()) {
-		t.Fatalf("OwnerGone(%s) = false for a killed, reaped child", o)
-	}
-	return o.String()
-}
+func deadOwner(t *testing.T) string { return ledgertest.DeadOwner(t, "agentctl") }
 
 // An agent killed mid-call leaves PROCESSING under a long lease; the re-run
 // on the same host learns at once that the owner is gone: UNKNOWN, never a

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -92,7 +93,7 @@ func TestHandlerRefusalRejects(t *testing.T) {
 func TestDeadServerOwnerIsUnknownAtOnce(t *testing.T) {
 	r := newRig(t, nil, &server.Options{InProgressWait: time.Hour})
 	ctx := context.Background()
-	owner := deadOwner(t)
+	owner := ledgertest.DeadOwner(t, "payments")
 	fp, err := ledger.Fingerprint([]byte(`{"item":"x","qty":1}`))
 	if err != nil {
 		t.Fatal(err)
