@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/planner"
 )
 
@@ -184,48 +184,9 @@ func (o *Outcome) clone() (*Outcome, error) {
 	return &cp, nil
 }
 
-// marshalArgs returns the arguments as a JSON object.
-func marshalArgs(a any) (json.RawMessage, error) {
-	var raw []byte
-	switch v := a.(type) {
-	case nil:
-		return json.RawMessage("{}"), nil
-	case json.RawMessage:
-		raw = v
-	case []byte:
-		raw = v
-	case map[string]any:
-		if v == nil {
-			return json.RawMessage("{}"), nil
-		}
-		return marshalObject(a)
-	default:
-		return marshalObject(a)
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	if raw[0] != '{' || !json.Valid(raw) {
-		return nil, errors.New("client: arguments must be a JSON object")
-	}
-	return raw, nil
-}
-
-// marshalObject is json.Marshal for arguments of any Go type.
-func marshalObject(a any) (json.RawMessage, error) {
-	b, err := json.Marshal(a)
-	if err != nil {
-		return nil, fmt.Errorf("client: arguments do not marshal to JSON: %w", err)
-	}
-	if len(b) == 0 || b[0] != '{' {
-		if bytes.Equal(b, []byte("null")) {
-			return json.RawMessage("{}"), nil
-		}
-		return nil, errors.New("client: arguments must be a JSON object")
-	}
-	return b, nil // json.Marshal writes compact, valid JSON
-}
+// marshalArgs returns the arguments as a JSON object (op.MarshalArgs,
+// shared with the mcp-go wrapper).
+var marshalArgs = op.MarshalArgs
 
 func (c *Client) readOnly(op *operation) bool {
 	if c.contains(c.opts.ReadOnly, op.name) {

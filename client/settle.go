@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -129,9 +130,7 @@ func mark(res *mcp.CallToolResult, rec *ledger.Record) {
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[wire.MetaReplay] = wire.Replay{
-		Key: rec.Key, State: string(rec.State), FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
-	}
+	meta[wire.MetaReplay] = op.Marker(rec)
 	res.Meta = meta
 }
 

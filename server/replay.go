@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,13 +41,7 @@ func replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[wire.MetaReplay] = wire.Replay{
-		Key:       rec.Key,
-		State:     string(rec.State),
-		FirstAt:   rec.CreatedAt.UTC(),
-		Attempts:  rec.Attempts,
-		Compacted: rec.Compacted,
-	}
+	meta[wire.MetaReplay] = op.Marker(rec)
 	res.Meta = meta
 	return res, nil
 }
