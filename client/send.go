@@ -9,7 +9,6 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -93,16 +92,7 @@ func (c *Client) report(op *operation, res *mcp.CallToolResult, attempts int, se
 		}
 		return ledger.Report{On: on, Result: raw, Compacted: compacted, Attempts: attempts}, nil
 	}
-	rep := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: "ambiguous", ErrorMessage: ledger.OneLine(sendErr.Error(), 500), Attempts: attempts}
-	switch cls := retry.Classify(sendErr); {
-	case cls == retry.Permanent:
-		rep.On, rep.ErrorKind = ledger.OnRefused, permanentKind(sendErr)
-	case !maybeSent:
-		rep.On, rep.ErrorKind = ledger.OnNotSent, "not_sent"
-	case cls == retry.Unknown:
-		rep.ErrorKind = "server_outcome_unknown"
-	}
-	return rep, nil
+	return retry.Failure(sendErr, maybeSent, attempts), nil
 }
 
 // encode is the result as stored: go-sdk's own encoding of it, compacted
@@ -322,16 +312,4 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	}
 	c.finals.put(after)
 	return &Outcome{Result: res, Key: key, Record: after, Attempts: 1}, nil
-}
-
-// permanentKind names a deterministic rejection for the record.
-func permanentKind(err error) string {
-	if r := retry.Reason(err); r != "" {
-		return r
-	}
-	var je *jsonrpc.Error
-	if errors.As(err, &je) {
-		return fmt.Sprintf("jsonrpc_%d", je.Code)
-	}
-	return "rejected"
 }
