@@ -3,9 +3,13 @@ package mcpgo
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Transport wraps an mcp-go client transport so a Client sees what
@@ -31,6 +35,11 @@ func Transport(t transport.Interface) transport.Interface {
 // requests made with a sink in their context.
 type wrapped struct {
 	inner transport.Interface
+	// closed: a request already found the transport closed. mcp-go
+	// answers ErrTransportClosed both for a request whose connection
+	// closed after it was written and for one it never wrote because the
+	// connection was gone before; only the second is provably not sent.
+	closed atomic.Bool
 }
 
 // sink receives the raw response of one attempt.
@@ -48,7 +57,18 @@ func withSink(ctx context.Context, s *sink) context.Context {
 func (w *wrapped) Start(ctx context.Context) error { return w.inner.Start(ctx) }
 
 func (w *wrapped) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	wasClosed := w.closed.Load()
 	resp, err := w.inner.SendRequest(ctx, req)
+	switch {
+	case errors.Is(err, transport.ErrTransportClosed):
+		w.closed.Store(true)
+		if wasClosed {
+			err = fmt.Errorf("%w (%w)", gomcp.ErrConnectionClosed, err)
+		}
+	case errors.Is(err, transport.ErrSessionTerminated):
+		// The server no longer knows the session and handled nothing.
+		err = fmt.Errorf("%w (%w)", gomcp.ErrSessionMissing, err)
+	}
 	if s, ok := ctx.Value(sinkKey{}).(*sink); ok && resp != nil && req.Method == string(mcp.MethodToolsCall) {
 		if resp.Error != nil {
 			d := *resp.Error

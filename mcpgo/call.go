@@ -1,0 +1,286 @@
+package mcpgo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
+	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
+)
+
+// Outcome is a completed call and how it was answered.
+type Outcome struct {
+	// Result is the tool's result; for a replay, the first execution's
+	// result with the replay marker in its _meta.
+	Result *mcp.CallToolResult
+	Key    string
+	// Replayed: the result came from the ledger, not a new execution.
+	Replayed bool
+	Record   *ledger.Record
+	// Attempts is the number of requests this call sent (0 for a replay).
+	Attempts int
+	// Decision is the re-planning guard's verdict when it was consulted.
+	Decision planner.Decision
+}
+
+// call is one tool call on its way through the ledger.
+type call struct {
+	req      mcp.CallToolRequest
+	name     string
+	args     json.RawMessage
+	tool     *mcp.Tool // nil when the server does not list it
+	settings ledger.ToolSettings
+	id       ledger.ID
+	fp       string
+	decision planner.Decision
+}
+
+// CallTool calls a tool through the ledger, with the signature and meaning
+// of mcp-go's (*client.Client).CallTool: a tool error is a result with
+// IsError set, not a Go error. req is not modified.
+func (c *Client) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	o, err := c.Call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return o.Result, nil
+}
+
+// Call is CallTool with how the call was answered.
+func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, error) {
+	name := req.Params.Name
+	if name == "" {
+		return nil, errors.New("mcpgo: CallTool needs a tool name")
+	}
+	args, err := op.MarshalArgs(req.Params.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) > c.opts.MaxArguments {
+		return nil, fmt.Errorf("%w: %d bytes for tool %s; the limit is %d", ErrArgumentsTooLarge, len(args), name, c.opts.MaxArguments)
+	}
+	k := &call{req: req, name: name, args: args, tool: c.tool(ctx, name), settings: c.opts.Tools.For(name)}
+	if c.readOnly(k) {
+		res, _, attempts, err, _ := c.send(ctx, k, 0, false)
+		if err != nil {
+			return nil, err
+		}
+		return &Outcome{Result: res, Attempts: attempts}, nil
+	}
+	if k.fp, err = ledger.Fingerprint(args, k.settings.Exclude...); err != nil {
+		return nil, err
+	}
+	k.id = ledger.ID{Tenant: c.opts.Tenant, Tool: name}
+	if err := ledger.ValidateTenant(k.id.Tenant); err != nil {
+		return nil, err
+	}
+	switch key, explicit := op.Key(ctx); {
+	case explicit:
+		if err := ledger.ValidateKey(key); err != nil {
+			return nil, err
+		}
+		k.id.Key = key
+	case op.NewKey(ctx):
+		k.id.Key = "r1." + randomHex(16)
+	default:
+		if chain, ok := op.Chain(ctx); ok {
+			k.id.Key = ledger.DeriveKey(chain, name, k.fp)
+			break
+		}
+		v, err := c.guard.Check(ctx, planner.Query{Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: name, Fingerprint: k.fp})
+		if err != nil {
+			return nil, fmt.Errorf("mcpgo: re-planning guard: %w", err)
+		}
+		k.decision = v.Decision
+		switch {
+		case v.Record != nil && v.Decision != planner.New:
+			c.log.Info("re-planned call matched", "tool", name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
+			k.id.Key = v.Record.Key
+			rec, err := c.lc.Follow(ctx, v.Record)
+			if err == nil && ledger.Act(rec) == ledger.ActReclaim {
+				break // it ended with nothing run: claim it again, under its key
+			}
+			return c.answer(k, rec, err)
+		case v.Record != nil:
+			k.id.Key = v.Record.Key // nothing ran (RETRYABLE, REJECTED): take the key over
+		default:
+			k.id.Key = "r1." + randomHex(16)
+		}
+	}
+	return c.claim(ctx, k)
+}
+
+// claim runs k through the lifecycle: the winner sends it under a renewed,
+// fenced lease; every other caller follows the record and is answered by
+// the table's action for it.
+func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
+	red, err := ledger.Redact(k.args)
+	if err != nil {
+		return nil, err
+	}
+	retention := k.settings.Retention
+	if retention <= 0 {
+		retention = c.opts.Retention
+	}
+	var (
+		res      *mcp.CallToolResult
+		attempts int
+		sendErr  error
+		rep      ledger.Report
+	)
+	rec, ran, err := c.lc.Do(ctx, ledger.ClaimRequest{
+		ID: k.id, Session: c.opts.Session, Fingerprint: k.fp, Arguments: red,
+		Retention: retention, ReusePolicy: k.settings.Reuse,
+	}, func(ctx context.Context, l ledger.Lease) ledger.Report {
+		var (
+			raw       json.RawMessage
+			maybeSent bool
+		)
+		res, raw, attempts, sendErr, maybeSent = c.send(ctx, k, l.Fence, true)
+		if sendErr != nil {
+			rep = retry.Failure(sendErr, maybeSent, attempts)
+		} else {
+			rep = c.report(k, res, raw, attempts)
+		}
+		return rep
+	})
+	if !ran {
+		return c.answer(k, rec, err)
+	}
+	if sendErr == nil {
+		if err != nil {
+			// The server answered; the ledger could not keep it (a newer
+			// owner took the key over, or the store failed).
+			c.log.Warn("result not recorded", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "err", err)
+		}
+		return &Outcome{Result: res, Key: k.id.Key, Record: rec, Attempts: attempts, Decision: k.decision}, nil
+	}
+	if err != nil {
+		c.log.Error("record call failure", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "err", err)
+	}
+	c.log.Warn("call failed", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "on", rep.On, "attempts", attempts, "err", sendErr)
+	switch rep.On {
+	case ledger.OnAmbiguous:
+		return nil, c.fail(k, rec, fmt.Errorf("%w: %w", ErrOutcomeUnknown, sendErr))
+	case ledger.OnNotSent:
+		return nil, c.fail(k, rec, fmt.Errorf("%w: %w", ErrNotSent, sendErr))
+	}
+	if retry.Reason(sendErr) == wire.ReasonKeyReused {
+		return nil, c.fail(k, rec, fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, sendErr))
+	}
+	return nil, c.fail(k, rec, fmt.Errorf("%w: %w", ErrRejected, sendErr))
+}
+
+// report is what a server's answer means for the ledger: SUCCEEDED, or
+// FAILED for isError, with the result as the server sent it.
+func (c *Client) report(k *call, res *mcp.CallToolResult, raw json.RawMessage, attempts int) ledger.Report {
+	if len(raw) == 0 {
+		var err error
+		if raw, err = json.Marshal(res); err != nil {
+			// What the server did is known only to this caller: the record
+			// must not claim to know it.
+			return ledger.Report{On: ledger.OnAmbiguous, Attempts: attempts, ErrorKind: "unstorable", ErrorMessage: err.Error()}
+		}
+	}
+	compacted := false
+	if len(raw) > c.opts.MaxResult {
+		compact := k.settings.Compact
+		if compact == nil {
+			compact = ledger.Compact
+		}
+		small, changed, err := compact(raw, c.opts.MaxResult)
+		if err != nil {
+			return ledger.Report{On: ledger.OnAmbiguous, Attempts: attempts, ErrorKind: "unstorable", ErrorMessage: err.Error()}
+		}
+		raw, compacted = small, changed
+	}
+	on := ledger.OnSucceeded
+	if res.IsError {
+		on = ledger.OnFailed
+	}
+	return ledger.Report{On: on, Result: raw, Compacted: compacted, Attempts: attempts}
+}
+
+// answer settles a caller that did not send: by the table's action for the
+// record it followed, a replay, the denial, or an error that says what
+// happened. The lifecycle already claimed again what was reclaimable.
+func (c *Client) answer(k *call, rec *ledger.Record, err error) (*Outcome, error) {
+	switch {
+	case errors.Is(err, ledger.ErrKeyReused):
+		return nil, c.fail(k, rec, err)
+	case errors.Is(err, ledger.ErrInProgress):
+		return nil, c.fail(k, rec, ledger.ErrInProgress)
+	case err != nil:
+		return nil, c.fail(k, rec, err)
+	}
+	switch ledger.Act(rec) {
+	case ledger.ActReplay:
+		return c.replay(k, rec)
+	case ledger.ActDenied:
+		return nil, c.fail(k, rec, ErrDenied)
+	case ledger.ActReconcile:
+		if rec.Tombstone {
+			return nil, c.fail(k, rec, fmt.Errorf("%w: the record of this key expired under the verify policy; a person must decide", ErrOutcomeUnknown))
+		}
+		return nil, c.fail(k, rec, ErrOutcomeUnknown)
+	}
+	return nil, c.fail(k, rec, ledger.ErrInProgress)
+}
+
+// replay answers with the first execution's result plus the replay marker.
+func (c *Client) replay(k *call, rec *ledger.Record) (*Outcome, error) {
+	if len(rec.Result) == 0 {
+		return nil, c.fail(k, rec, fmt.Errorf("mcpgo: %s ended as %s without a stored result (%s): %s", rec.Tool, rec.State, rec.ErrorKind, rec.ErrorMessage))
+	}
+	res, err := Replay(rec)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info("replayed", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "state", rec.State)
+	return &Outcome{Result: res, Key: rec.Key, Replayed: true, Record: rec, Decision: k.decision}, nil
+}
+
+// Replay decodes a finished record's result, as mcp-go's client would
+// have, with the replay marker added to its _meta.
+func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+	raw, err := op.Mark(rec)
+	if err != nil {
+		return nil, err
+	}
+	res, err := mcp.ParseCallToolResult(&raw)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgo: stored result of %s is not a CallToolResult: %w", rec.Tool, err)
+	}
+	return res, nil
+}
+
+// fail builds the caller's error for k, with the model-facing text.
+func (c *Client) fail(k *call, rec *ledger.Record, err error) error {
+	e := &Error{Tool: k.name, Key: k.id.Key, Err: err}
+	if rec != nil {
+		e.Key, e.State = rec.Key, rec.State
+	}
+	e.Text = op.Explain(k.name, e.Key, rec, err)
+	return e
+}
+
+func (c *Client) readOnly(k *call) bool {
+	if k.settings.ReadOnly {
+		return true
+	}
+	return c.opts.TrustedServer && k.tool != nil && k.tool.Annotations.ReadOnlyHint != nil && *k.tool.Annotations.ReadOnlyHint
+}
+
+func (c *Client) idempotent(k *call) bool {
+	if k.settings.Idempotent {
+		return true
+	}
+	return c.opts.TrustedServer && k.tool != nil && k.tool.Annotations.IdempotentHint != nil && *k.tool.Annotations.IdempotentHint
+}
