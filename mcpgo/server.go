@@ -161,11 +161,11 @@ type gcall struct {
 func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c, err := g.prepare(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, refuse(ctx, err)
 	}
 	if c.fence > 0 {
 		if seen := g.fences.See(c.id, c.fence); seen > c.fence {
-			return nil, op.StaleFence(c.id.Tool, c.id.Key, c.fence, seen)
+			return nil, refuse(ctx, op.StaleFence(c.id.Tool, c.id.Key, c.fence, seen))
 		}
 	}
 	var (
@@ -182,10 +182,10 @@ func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.C
 			g.opts.Logger.ErrorContext(ctx, "mcpledger mcpgo server: storing outcome failed; lease expiry will make the record UNKNOWN",
 				"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "err", err)
 		}
-		return reply, replyErr
+		return reply, refuse(ctx, replyErr)
 	}
 	if err := op.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
-		return nil, err
+		return nil, refuse(ctx, err)
 	}
 	return replayResult(rec)
 }
