@@ -20,6 +20,7 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	lclient "github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/mcpgo"
@@ -173,6 +174,8 @@ type answer struct {
 // fastRetry keeps retries quick: the tests wait on nothing but the calls.
 var fastRetry = &retry.Policy{MaxAttempts: 4, InitialInterval: 1, MaxInterval: 1}
 
+var allowAll = &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}
+
 // mcpgoAgent is an mcp-go client through package mcpgo.
 type mcpgoAgent struct{ c *mcpgo.Client }
 
@@ -197,6 +200,12 @@ func newMCPGoAgent(t *testing.T, u *upstream, store ledger.Store) *mcpgoAgent {
 		}
 		init := mcp.InitializeRequest{}
 		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		if u.url != "" && u.sdk == "gosdk" {
+			// go-sdk's stateful streamable handler answers mcp-go's
+			// server/discover probe and then refuses 2026-07-28 requests:
+			// pin the newest version it serves.
+			init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+		}
 		init.Params.ClientInfo = mcp.Implementation{Name: "mcpgo-agent", Version: "v1"}
 		if _, err := mc.Initialize(ctx, init); err != nil {
 			return nil, errors.Join(err, mc.Close())
@@ -247,7 +256,9 @@ func newGoSDKAgent(t *testing.T, u *upstream, store ledger.Store) *goSDKAgent {
 		}
 		return gomcp.NewClient(&gomcp.Implementation{Name: "gosdk-agent", Version: "v1"}, nil).Connect(ctx, tr, nil)
 	}
-	c, err := lclient.Dial(t.Context(), connect, store, &lclient.Options{Retry: fastRetry})
+	// The policy allows: these tests are about repeats, not confirmation
+	// (mcp-go marks an unannotated tool destructive, which asks).
+	c, err := lclient.Dial(t.Context(), connect, store, &lclient.Options{Retry: fastRetry, Policy: allowAll})
 	if err != nil {
 		t.Fatalf("client.Dial: %v", err)
 	}
