@@ -62,16 +62,7 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
 	}
 	c.log.Warn("call failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "state", to, "attempts", attempts, "err", sendErr)
-	switch to {
-	case ledger.StateUnknown:
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrOutcomeUnknown, sendErr))
-	case ledger.StateRetryable:
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrNotSent, sendErr))
-	}
-	if retry.Reason(sendErr) == wire.ReasonKeyReused {
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, sendErr))
-	}
-	return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrRejected, sendErr))
+	return nil, c.fail(op, after, Failed(rep, sendErr))
 }
 
 // report says what one run of op means for the ledger: the server's
@@ -137,23 +128,13 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 			res, maybeSent = r, true
 			return nil
 		}
-		switch retry.Classify(callErr) {
-		case retry.Transient:
-			c.replaceDead(ctx, s, callErr)
-			return callErr
-		case retry.Ambiguous:
-			maybeSent = true
-			if ctx.Err() != nil || !(c.idempotent(op) || keyAware(s) || !keyed) {
-				return retry.Stop(callErr)
-			}
-			c.replaceDead(ctx, s, callErr)
-			return callErr
-		case retry.Unknown:
-			// The server received the request and cannot tell whether it
-			// ran: the record must become UNKNOWN, not RETRYABLE.
-			maybeSent = true
+		sent, again := retry.After(ctx, callErr, c.idempotent(op) || keyAware(s) || !keyed)
+		maybeSent = maybeSent || sent
+		if !again {
+			return retry.Stop(callErr)
 		}
-		return retry.Stop(callErr)
+		c.replaceDead(ctx, s, callErr)
+		return callErr
 	})
 	return res, attempts, err, maybeSent
 }

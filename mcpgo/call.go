@@ -8,11 +8,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	lclient "github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Outcome is a completed call and how it was answered.
@@ -166,16 +166,7 @@ func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
 		c.log.Error("record call failure", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "err", err)
 	}
 	c.log.Warn("call failed", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "on", rep.On, "attempts", attempts, "err", sendErr)
-	switch rep.On {
-	case ledger.OnAmbiguous:
-		return nil, c.fail(k, rec, fmt.Errorf("%w: %w", ErrOutcomeUnknown, sendErr))
-	case ledger.OnNotSent:
-		return nil, c.fail(k, rec, fmt.Errorf("%w: %w", ErrNotSent, sendErr))
-	}
-	if retry.Reason(sendErr) == wire.ReasonKeyReused {
-		return nil, c.fail(k, rec, fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, sendErr))
-	}
-	return nil, c.fail(k, rec, fmt.Errorf("%w: %w", ErrRejected, sendErr))
+	return nil, c.fail(k, rec, lclient.Failed(rep, sendErr))
 }
 
 // report is what a server's answer means for the ledger: SUCCEEDED, or
@@ -189,17 +180,9 @@ func (c *Client) report(k *call, res *mcp.CallToolResult, raw json.RawMessage, a
 			return ledger.Report{On: ledger.OnAmbiguous, Attempts: attempts, ErrorKind: "unstorable", ErrorMessage: err.Error()}
 		}
 	}
-	compacted := false
-	if len(raw) > c.opts.MaxResult {
-		compact := k.settings.Compact
-		if compact == nil {
-			compact = ledger.Compact
-		}
-		small, changed, err := compact(raw, c.opts.MaxResult)
-		if err != nil {
-			return ledger.Report{On: ledger.OnAmbiguous, Attempts: attempts, ErrorKind: "unstorable", ErrorMessage: err.Error()}
-		}
-		raw, compacted = small, changed
+	raw, compacted, err := op.Stored(raw, c.opts.MaxResult, k.settings.Compact)
+	if err != nil {
+		return ledger.Report{On: ledger.OnAmbiguous, Attempts: attempts, ErrorKind: "unstorable", ErrorMessage: err.Error()}
 	}
 	on := ledger.OnSucceeded
 	if res.IsError {

@@ -44,23 +44,13 @@ func (c *Client) send(ctx context.Context, k *call, fence int64, keyed bool) (re
 			return nil
 		}
 		callErr = explicit(callErr, s)
-		switch retry.Classify(callErr) {
-		case retry.Transient:
-			c.replaceDead(ctx, mc, callErr)
-			return callErr
-		case retry.Ambiguous:
-			maybeSent = true
-			if ctx.Err() != nil || !(c.idempotent(k) || keyAware(mc) || !keyed) {
-				return retry.Stop(callErr)
-			}
-			c.replaceDead(ctx, mc, callErr)
-			return callErr
-		case retry.Unknown:
-			// The server received the request and cannot tell whether it
-			// ran: the record must become UNKNOWN, not RETRYABLE.
-			maybeSent = true
+		sent, again := retry.After(ctx, callErr, c.idempotent(k) || keyAware(mc) || !keyed)
+		maybeSent = maybeSent || sent
+		if !again {
+			return retry.Stop(callErr)
 		}
-		return retry.Stop(callErr)
+		c.replaceDead(ctx, mc, callErr)
+		return callErr
 	})
 	return res, raw, attempts, err, maybeSent
 }

@@ -316,14 +316,7 @@ func (g *Guard) encode(c *gcall, res *mcp.CallToolResult) (json.RawMessage, bool
 	if err != nil {
 		return nil, false, fmt.Errorf("mcpgo: encode result of %q: %w", c.id.Tool, err)
 	}
-	if len(raw) <= g.opts.MaxResult {
-		return raw, false, nil
-	}
-	compact := c.settings.Compact
-	if compact == nil {
-		compact = ledger.Compact
-	}
-	return compact(raw, g.opts.MaxResult)
+	return op.Stored(raw, g.opts.MaxResult, c.settings.Compact)
 }
 
 // replayResult is the stored result with the replay marker in its _meta.

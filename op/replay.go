@@ -65,3 +65,16 @@ func Mark(rec *ledger.Record) (json.RawMessage, error) {
 	}
 	return out, nil
 }
+
+// Stored is a result as the ledger keeps it: raw itself, or past limit
+// bytes what compact (ledger.Compact when nil) keeps of it, and whether it
+// was compacted.
+func Stored(raw json.RawMessage, limit int, compact ledger.Compactor) (json.RawMessage, bool, error) {
+	if len(raw) <= limit {
+		return raw, false, nil
+	}
+	if compact == nil {
+		compact = ledger.Compact
+	}
+	return compact(raw, limit)
+}

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -38,4 +39,24 @@ func permanentKind(err error) string {
 		return fmt.Sprintf("jsonrpc_%d", je.Code)
 	}
 	return "rejected"
+}
+
+// After sorts the failure err of one attempt of a keyed call: sent
+// reports whether the request may have reached the tool, again whether it
+// may be sent once more. A transient failure is sent again; an ambiguous
+// one only when resendable (the server honours keys, trusted configuration
+// says the tool is idempotent, or the call is a read) and ctx is still
+// live; an unknown or permanent one never.
+func After(ctx context.Context, err error, resendable bool) (sent, again bool) {
+	switch Classify(err) {
+	case Transient:
+		return false, true
+	case Ambiguous:
+		return true, ctx.Err() == nil && resendable
+	case Unknown:
+		// The server received the request and cannot tell whether it
+		// ran: the record must become UNKNOWN, not RETRYABLE.
+		return true, false
+	}
+	return false, false
 }
