@@ -23,7 +23,7 @@ import (
 func BenchmarkCall(b *testing.B) {
 	ctx := context.Background()
 	s := server.NewMCPServer("bench", "v1")
-	s.AddTool(mcp.NewTool("create_order", mcp.WithString("item")),
+	s.AddTool(mcp.NewTool("create_order", mcp.WithString("item"), mcp.WithDestructiveHintAnnotation(false)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ordered " + req.GetString("item", "")), nil
 		})

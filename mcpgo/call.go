@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	lclient "github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/planner"
@@ -135,10 +136,12 @@ func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
 		sendErr  error
 		rep      ledger.Report
 	)
-	rec, ran, err := c.lc.Do(ctx, ledger.ClaimRequest{
+	verdict := c.opts.Policy.Decide(confirm.Tool{Name: k.name, Server: c.opts.Server, Annotations: hints(k.tool).Annotations()})
+	req := ledger.ClaimRequest{
 		ID: k.id, Session: c.opts.Session, Fingerprint: k.fp, Arguments: red,
-		Retention: retention, ReusePolicy: k.settings.Reuse,
-	}, func(ctx context.Context, l ledger.Lease) ledger.Report {
+		Retention: retention, ReusePolicy: k.settings.Reuse, NeedsApproval: verdict != confirm.Allow,
+	}
+	exec := func(ctx context.Context, l ledger.Lease) ledger.Report {
 		var (
 			raw       json.RawMessage
 			maybeSent bool
@@ -150,7 +153,16 @@ func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
 			rep = c.report(k, res, raw, attempts)
 		}
 		return rep
-	})
+	}
+	var (
+		rec *ledger.Record
+		ran bool
+	)
+	if verdict == confirm.Allow {
+		rec, ran, err = c.lc.Do(ctx, req, exec)
+	} else {
+		rec, ran, err = c.approved(ctx, k, req, verdict, red, exec)
+	}
 	if !ran {
 		return c.answer(k, rec, err)
 	}
@@ -167,6 +179,60 @@ func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
 	}
 	c.log.Warn("call failed", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "on", rep.On, "attempts", attempts, "err", sendErr)
 	return nil, c.fail(k, rec, lclient.Failed(rep, sendErr))
+}
+
+// approved claims req for a call the policy asks about or denies: the
+// winner settles the approval (confirm.Settle, as package client does)
+// and, approved, runs exec under the lease; every other caller follows the
+// record. It reports whether exec ran.
+func (c *Client) approved(ctx context.Context, k *call, req ledger.ClaimRequest, verdict confirm.Verdict, args json.RawMessage, exec ledger.Exec) (*ledger.Record, bool, error) {
+	var rec *ledger.Record
+	for range 3 {
+		cl, err := c.lc.Claim(ctx, req)
+		if err != nil {
+			return cl.Record, false, err
+		}
+		if !cl.Won {
+			if rec, err = c.lc.Follow(ctx, cl.Record); err != nil || ledger.Act(rec) != ledger.ActReclaim {
+				return rec, false, err
+			}
+			continue
+		}
+		st, err := confirm.Settle(ctx, c.lc, cl.Record, verdict, c.opts.Now, func(ctx context.Context) (confirm.Answer, error) {
+			if c.opts.Confirmer == nil {
+				return confirm.Answer{}, confirm.ErrNoConfirmer
+			}
+			return c.opts.Confirmer.Confirm(ctx, confirm.Request{
+				Tenant: k.id.Tenant, Session: c.opts.Session, Server: c.opts.Server, Tool: k.name, Key: k.id.Key,
+				Arguments: args, Annotations: hints(k.tool).Annotations(),
+			})
+		})
+		if err != nil {
+			return cl.Record, false, fmt.Errorf("mcpgo: record the answer for %s: %w", k.name, err)
+		}
+		switch st.Report.On {
+		case ledger.OnDeny:
+			c.log.Info("call denied", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "by", st.Report.Approval.By)
+			return st.Record, false, nil // answered from the DENIED record
+		case ledger.OnNoAnswer:
+			c.log.Info("call not confirmed", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "err", st.NoAnswer)
+			return st.Record, false, fmt.Errorf("%w: no one confirmed the call: %w", ErrRejected, st.NoAnswer)
+		}
+		rec, _, err = c.lc.Execute(ctx, st.Record, exec)
+		return rec, true, err
+	}
+	return rec, false, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State)
+}
+
+// hints are a tool's annotations for the policy: nil when the server does
+// not list the tool or sent no annotations (mcp-go decodes absent
+// annotations to the zero value; nothing is known then).
+func hints(t *mcp.Tool) *confirm.Hints {
+	if t == nil || t.Annotations == (mcp.ToolAnnotation{}) {
+		return nil
+	}
+	a := t.Annotations
+	return &confirm.Hints{Title: a.Title, ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
 }
 
 // report is what a server's answer means for the ledger: SUCCEEDED, or

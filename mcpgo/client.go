@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	lclient "github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
@@ -40,6 +41,14 @@ type ClientOptions struct {
 	// TrustedServer makes the server's tool annotations count (readOnlyHint
 	// bypasses the ledger, idempotentHint allows ambiguous retries).
 	TrustedServer bool
+	// Policy decides allow / ask / deny (default confirm.Default()).
+	Policy *confirm.Policy
+	// Confirmer asks a person. Nil means no one can be asked: a call the
+	// policy says to ask about is not run and its record is REJECTED (fail
+	// closed), as with package client.
+	Confirmer confirm.Confirmer
+	// Server labels the upstream for the policy and prompts.
+	Server string
 	// Lease of a PROCESSING record (ledger.DefaultLease when zero).
 	Lease time.Duration
 	// InProgressWait bounds how long a follower waits for another caller's
@@ -149,6 +158,9 @@ func newClient(store ledger.Store, opts *ClientOptions) *Client {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Policy == nil {
+		o.Policy = confirm.Default()
 	}
 	lg := o.Logger
 	if lg == nil {

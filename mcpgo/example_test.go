@@ -44,7 +44,9 @@ func Example() {
 	runs := 0
 	g := mcpgo.NewGuard(serverLedger, nil)
 	s := server.NewMCPServer("shop", "v1", g.ServerOptions()...)
-	s.AddTool(mcp.NewTool("create_order", mcp.WithString("item")),
+	// mcp-go marks a tool destructive unless told otherwise, and the
+	// default policy asks about destructive tools.
+	s.AddTool(mcp.NewTool("create_order", mcp.WithString("item"), mcp.WithDestructiveHintAnnotation(false)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			runs++
 			key, _ := mcpgo.KeyFromContext(ctx) // pass it on to the downstream API
