@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"syscall"
 
@@ -67,8 +66,19 @@ func explicit(err error, s *sink) error {
 			je.Data = data
 		}
 	}
-	return fmt.Errorf("%w: %w", err, je)
+	return &answered{rpc: je, mcpgo: err}
 }
+
+// answered is a server's JSON-RPC error: the server's message once, with
+// both go-sdk's value (package retry reads its code and data) and mcp-go's
+// (errors.Is(err, mcp.ErrInvalidParams) still holds) in its chain.
+type answered struct {
+	rpc   *jsonrpc.Error
+	mcpgo error
+}
+
+func (a *answered) Error() string   { return a.rpc.Error() }
+func (a *answered) Unwrap() []error { return []error{a.rpc, a.mcpgo} }
 
 // request builds fresh params and a fresh _meta for one attempt: mcp-go
 // writes protocol fields into the request it is given.

@@ -140,18 +140,26 @@ func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // dialGoSDK is the agent on go-sdk: package client's Client.
 func dialGoSDK(ctx context.Context, cfg config, store ledger.Store, stderr io.Writer) (*client.Client, error) {
 	return client.Dial(ctx, connector(cfg, stderr), store, &client.Options{
-		Tenant:         cfg.tenant,
-		Session:        "kill-suite",
-		Policy:         &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow, Note: "the kill suite pays without asking"}}},
-		Lease:          cfg.lease,
-		InProgressWait: cfg.wait,
-		AttemptTimeout: cfg.attempt,
-		Retry: &retry.Policy{
-			MaxAttempts: 1000, InitialInterval: 20 * time.Millisecond,
-			MaxInterval: 300 * time.Millisecond, MaxElapsed: cfg.retryFor,
-		},
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Tenant: cfg.tenant, Session: "kill-suite", Policy: payAll,
+		Lease: cfg.lease, InProgressWait: cfg.wait, AttemptTimeout: cfg.attempt,
+		Retry: cfg.retry(), Logger: warnings(stderr),
 	})
+}
+
+// payAll is the policy of both agents: the kill suite pays without asking.
+var payAll = &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow, Note: "the kill suite pays without asking"}}}
+
+// retry is the retry policy of both agents: a call keeps trying, under
+// its key, for retryFor.
+func (cfg config) retry() *retry.Policy {
+	return &retry.Policy{
+		MaxAttempts: 1000, InitialInterval: 20 * time.Millisecond,
+		MaxInterval: 300 * time.Millisecond, MaxElapsed: cfg.retryFor,
+	}
+}
+
+func warnings(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // call pays once with key and describes the answer.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
-	"time"
 
 	mgclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -18,23 +16,15 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcpgo"
 	"github.com/mcpledger/mcpledger/op"
-	"github.com/mcpledger/mcpledger/retry"
 )
 
 // dialMCPGo is the agent on github.com/mark3labs/mcp-go (-sdk mcpgo):
 // package mcpgo's Client with the settings of the go-sdk agent.
 func dialMCPGo(ctx context.Context, cfg config, store ledger.Store, stderr io.Writer) (*mcpgo.Client, error) {
 	return mcpgo.Dial(ctx, mcpgoConnector(cfg, stderr), store, &mcpgo.ClientOptions{
-		Tenant:         cfg.tenant,
-		Session:        "kill-suite",
-		Lease:          cfg.lease,
-		InProgressWait: cfg.wait,
-		AttemptTimeout: cfg.attempt,
-		Retry: &retry.Policy{
-			MaxAttempts: 1000, InitialInterval: 20 * time.Millisecond,
-			MaxInterval: 300 * time.Millisecond, MaxElapsed: cfg.retryFor,
-		},
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Tenant: cfg.tenant, Session: "kill-suite", Policy: payAll,
+		Lease: cfg.lease, InProgressWait: cfg.wait, AttemptTimeout: cfg.attempt,
+		Retry: cfg.retry(), Logger: warnings(stderr),
 	})
 }
 
