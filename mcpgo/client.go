@@ -86,11 +86,16 @@ type Client struct {
 	connect ConnectFunc
 	log     *slog.Logger
 
-	// mu guards mc and tools.
-	mu    sync.Mutex
-	mc    *client.Client
-	tools map[string]mcp.Tool // nil: not loaded
+	// mu guards mc, tools and toolsAt.
+	mu      sync.Mutex
+	mc      *client.Client
+	tools   map[string]mcp.Tool // nil: not loaded
+	toolsAt time.Time
 }
+
+// toolsTTL bounds how stale the cached tool list may get (the list is
+// also dropped when the server says it changed).
+const toolsTTL = time.Minute
 
 // New wraps an initialized mcp-go client whose transport was made with
 // Transport. A dead connection is not replaced; use Dial for that.
@@ -99,7 +104,7 @@ func New(mc *client.Client, store ledger.Store, opts *ClientOptions) (*Client, e
 		return nil, err
 	}
 	c := newClient(store, opts)
-	c.mc = mc
+	c.use(mc)
 	return c, nil
 }
 
@@ -115,8 +120,24 @@ func Dial(ctx context.Context, connect ConnectFunc, store ledger.Store, opts *Cl
 		return nil, errors.Join(err, mc.Close())
 	}
 	c := newClient(store, opts)
-	c.mc, c.connect = mc, connect
+	c.connect = connect
+	c.use(mc)
 	return c, nil
+}
+
+// use makes mc the current client and drops the cached tool list when its
+// server says the list changed. The caller holds mu or owns c alone.
+func (c *Client) use(mc *client.Client) {
+	c.mc, c.tools = mc, nil
+	mc.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			c.mu.Lock()
+			if c.mc == mc {
+				c.tools = nil
+			}
+			c.mu.Unlock()
+		}
+	})
 }
 
 func wrappedClient(mc *client.Client) error {
@@ -219,6 +240,9 @@ func keyAware(mc *client.Client) bool {
 func (c *Client) tool(ctx context.Context, name string) *mcp.Tool {
 	c.mu.Lock()
 	tools, mc := c.tools, c.mc
+	if c.opts.Now().Sub(c.toolsAt) >= toolsTTL {
+		tools = nil
+	}
 	c.mu.Unlock()
 	if tools == nil && mc != nil {
 		res, err := mc.ListTools(ctx, mcp.ListToolsRequest{})
@@ -233,7 +257,7 @@ func (c *Client) tool(ctx context.Context, name string) *mcp.Tool {
 		}
 		c.mu.Lock()
 		if c.mc == mc {
-			c.tools = tools
+			c.tools, c.toolsAt = tools, c.opts.Now()
 		}
 		c.mu.Unlock()
 	}
@@ -266,7 +290,7 @@ func (c *Client) reconnect(ctx context.Context, dead *client.Client) (*client.Cl
 		c.mc = nil
 		return nil, fmt.Errorf("mcpgo: reconnect: %w", err)
 	}
-	c.mc, c.tools = mc, nil
+	c.use(mc)
 	return mc, nil
 }
 
