@@ -85,17 +85,11 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	if err := ledger.ValidateTenant(op.id.Tenant); err != nil {
 		return nil, err
 	}
-	switch key, explicit := keyFrom(ctx); {
-	case explicit:
-		if err := ledger.ValidateKey(key); err != nil {
-			return nil, err
-		}
+	switch key, chosen, err := chooseKey(ctx, p.Name, op.fp); {
+	case err != nil:
+		return nil, err
+	case chosen:
 		op.id.Key = key
-	case chainOK(ctx):
-		chain, _ := chainFrom(ctx)
-		op.id.Key = ledger.DeriveKey(chain, p.Name, op.fp)
-	case newKeyFrom(ctx):
-		op.id.Key = newKey()
 	default:
 		v, err := c.guard.Check(ctx, planner.Query{
 			Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: p.Name, Fingerprint: op.fp,
@@ -141,13 +135,8 @@ func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error
 	return o, err, true
 }
 
-func chainOK(ctx context.Context) bool {
-	_, ok := chainFrom(ctx)
-	return ok
-}
-
 // newKey mints a key for an operation that matches nothing earlier.
-func newKey() string { return "r1." + randomHex(16) }
+var newKey = op.Fresh
 
 // shared runs op once per (tenant, tool, key) in this process; concurrent
 // callers of the same key wait for and share that one execution.

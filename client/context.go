@@ -36,9 +36,9 @@ func WithNewKey(ctx context.Context) context.Context {
 
 // The keys in context are package op's, shared with the mcp-go wrapper.
 var (
-	keyFrom    = op.Key
-	chainFrom  = op.Chain
-	newKeyFrom = op.NewKey
+	keyFrom   = op.Key
+	chainFrom = op.Chain
+	chooseKey = op.Choose
 )
 
 // WithConfirmer sets the confirmer for calls made with ctx, in place of

@@ -82,19 +82,12 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 	if err := ledger.ValidateTenant(k.id.Tenant); err != nil {
 		return nil, err
 	}
-	switch key, explicit := op.Key(ctx); {
-	case explicit:
-		if err := ledger.ValidateKey(key); err != nil {
-			return nil, err
-		}
-		k.id.Key = key
-	case op.NewKey(ctx):
-		k.id.Key = "r1." + randomHex(16)
-	default:
-		if chain, ok := op.Chain(ctx); ok {
-			k.id.Key = ledger.DeriveKey(chain, name, k.fp)
-			break
-		}
+	key, chosen, err := op.Choose(ctx, name, k.fp)
+	if err != nil {
+		return nil, err
+	}
+	k.id.Key = key
+	if !chosen {
 		v, err := c.guard.Check(ctx, planner.Query{Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: name, Fingerprint: k.fp})
 		if err != nil {
 			return nil, fmt.Errorf("mcpgo: re-planning guard: %w", err)
@@ -105,14 +98,14 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 			c.log.Info("re-planned call matched", "tool", name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
 			k.id.Key = v.Record.Key
 			rec, err := c.lc.Follow(ctx, v.Record)
-			if err == nil && ledger.Act(rec) == ledger.ActReclaim {
-				break // it ended with nothing run: claim it again, under its key
+			if err != nil || ledger.Act(rec) != ledger.ActReclaim {
+				return c.answer(k, rec, err)
 			}
-			return c.answer(k, rec, err)
+			// It ended with nothing run: claim it again, under its key.
 		case v.Record != nil:
 			k.id.Key = v.Record.Key // nothing ran (RETRYABLE, REJECTED): take the key over
 		default:
-			k.id.Key = "r1." + randomHex(16)
+			k.id.Key = op.Fresh()
 		}
 	}
 	return c.claim(ctx, k)

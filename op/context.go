@@ -1,6 +1,12 @@
 package op
 
-import "context"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
 
 type ctxKey int
 
@@ -78,4 +84,33 @@ func KeyFromHandler(ctx context.Context) (string, bool) {
 func FenceFromHandler(ctx context.Context) (int64, bool) {
 	l, ok := ctx.Value(leaseCtx).(lease)
 	return l.fence, ok
+}
+
+// Choose picks the key of a call of tool with argument fingerprint fp from
+// ctx: WithKey's (validated), else one derived from WithChain's chain id,
+// else a fresh one when WithNewKey asked for it. It reports false when ctx
+// says nothing, and the caller's re-planning guard decides.
+func Choose(ctx context.Context, tool, fp string) (key string, ok bool, err error) {
+	if key, ok := Key(ctx); ok {
+		if err := ledger.ValidateKey(key); err != nil {
+			return "", false, err
+		}
+		return key, true, nil
+	}
+	if chain, ok := Chain(ctx); ok {
+		return ledger.DeriveKey(chain, tool, fp), true, nil
+	}
+	if NewKey(ctx) {
+		return Fresh(), true, nil
+	}
+	return "", false, nil
+}
+
+// Fresh mints a key for an operation that matches nothing earlier.
+func Fresh() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("op: crypto/rand failed: " + err.Error())
+	}
+	return "r1." + hex.EncodeToString(b)
 }
