@@ -164,8 +164,13 @@ func warnings(stderr io.Writer) *slog.Logger {
 
 // call pays once with key and describes the answer.
 func call(ctx context.Context, c *client.Client, key string) journal.Entry {
-	e := journal.Entry{Event: journal.EventAnswer, Key: key}
 	out, err := c.Call(client.WithKey(ctx, key), &mcp.CallToolParams{Name: "create_payment", Arguments: journal.Arguments(key)})
+	return describe(key, out, err)
+}
+
+// describe is the journal entry of the answer to key, on either SDK.
+func describe(key string, out *client.Outcome, err error) journal.Entry {
+	e := journal.Entry{Event: journal.EventAnswer, Key: key}
 	if err != nil {
 		e.Outcome, e.Error = errOutcome(err), err.Error()
 		var ce *client.Error

@@ -31,22 +31,12 @@ func dialMCPGo(ctx context.Context, cfg config, store ledger.Store, stderr io.Wr
 // callMCPGo pays once with key through c and describes the answer as the
 // go-sdk agent does (the result is decoded into go-sdk's type for that).
 func callMCPGo(ctx context.Context, c *mcpgo.Client, key string) journal.Entry {
-	e := journal.Entry{Event: journal.EventAnswer, Key: key}
 	req := mgmcp.CallToolRequest{}
 	req.Params.Name = "create_payment"
 	req.Params.Arguments = journal.Arguments(key)
 	out, err := c.Call(op.WithKey(ctx, key), req)
 	if err != nil {
-		e.Outcome, e.Error = errOutcome(err), err.Error()
-		var ce *client.Error
-		if errors.As(err, &ce) {
-			e.State = string(ce.State)
-		}
-		return e
-	}
-	e.Replayed, e.Attempts = out.Replayed, out.Attempts
-	if out.Record != nil {
-		e.State = string(out.Record.State)
+		return describe(key, nil, err)
 	}
 	raw, err := json.Marshal(out.Result)
 	res := new(mcp.CallToolResult)
@@ -54,11 +44,9 @@ func callMCPGo(ctx context.Context, c *mcpgo.Client, key string) journal.Entry {
 		err = res.UnmarshalJSON(raw)
 	}
 	if err != nil {
-		e.Outcome, e.Error = journal.OutcomeError, "decode the result: "+err.Error()
-		return e
+		return journal.Entry{Event: journal.EventAnswer, Key: key, Outcome: journal.OutcomeError, Error: "decode the result: " + err.Error()}
 	}
-	journal.Describe(res, &e)
-	return e
+	return describe(key, &client.Outcome{Result: res, Key: out.Key, Replayed: out.Replayed, Record: out.Record, Attempts: out.Attempts}, nil)
 }
 
 // mcpgoConnector opens an initialized mcp-go client on a wrapped
