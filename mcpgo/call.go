@@ -14,6 +14,7 @@ import (
 	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Outcome is a completed call and how it was answered.
@@ -99,7 +100,7 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 			k.id.Key = v.Record.Key
 			rec, err := c.lc.Follow(ctx, v.Record)
 			if err != nil || ledger.Act(rec) != ledger.ActReclaim {
-				return c.answer(k, rec, err)
+				return c.answer(ctx, k, rec, err)
 			}
 			// It ended with nothing run: claim it again, under its key.
 		case v.Record != nil:
@@ -123,55 +124,106 @@ func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
 	if retention <= 0 {
 		retention = c.opts.Retention
 	}
-	var (
-		res      *mcp.CallToolResult
-		attempts int
-		sendErr  error
-		rep      ledger.Report
-	)
 	verdict := c.opts.Policy.Decide(confirm.Tool{Name: k.name, Server: c.opts.Server, Annotations: hints(k.tool).Annotations()})
 	req := ledger.ClaimRequest{
 		ID: k.id, Session: c.opts.Session, Fingerprint: k.fp, Arguments: red,
 		Retention: retention, ReusePolicy: k.settings.Reuse, NeedsApproval: verdict != confirm.Allow,
 	}
-	exec := func(ctx context.Context, l ledger.Lease) ledger.Report {
-		var (
-			raw       json.RawMessage
-			maybeSent bool
-		)
-		res, raw, attempts, sendErr, maybeSent = c.send(ctx, k, l.Fence, true)
-		if sendErr != nil {
-			rep = retry.Failure(sendErr, maybeSent, attempts)
-		} else {
-			rep = c.report(k, res, raw, attempts)
-		}
-		return rep
-	}
 	var (
+		s   sending
 		rec *ledger.Record
 		ran bool
 	)
 	if verdict == confirm.Allow {
-		rec, ran, err = c.lc.Do(ctx, req, exec)
+		rec, ran, err = c.lc.Do(ctx, req, c.exec(k, &s))
 	} else {
-		rec, ran, err = c.approved(ctx, k, req, verdict, red, exec)
+		rec, ran, err = c.approved(ctx, k, req, verdict, red, c.exec(k, &s))
 	}
 	if !ran {
-		return c.answer(k, rec, err)
+		return c.answer(ctx, k, rec, err)
 	}
-	if sendErr == nil {
+	return c.outcome(k, &s, rec, err)
+}
+
+// sending is what one run of a call under a lease sent and got.
+type sending struct {
+	res      *mcp.CallToolResult
+	attempts int
+	err      error
+	rep      ledger.Report
+}
+
+// exec sends k under the lease it is given, with the lease's fence, and
+// reports the outcome to the lifecycle; s keeps what happened.
+func (c *Client) exec(k *call, s *sending) ledger.Exec {
+	return func(ctx context.Context, l ledger.Lease) ledger.Report {
+		var (
+			raw       json.RawMessage
+			maybeSent bool
+		)
+		s.res, raw, s.attempts, s.err, maybeSent = c.send(ctx, k, l.Fence, true)
+		if s.err != nil {
+			s.rep = retry.Failure(s.err, maybeSent, s.attempts)
+		} else {
+			s.rep = c.report(k, s.res, raw, s.attempts)
+		}
+		return s.rep
+	}
+}
+
+// outcome answers the caller whose run s was recorded as rec (err: the
+// recording failed).
+func (c *Client) outcome(k *call, s *sending, rec *ledger.Record, err error) (*Outcome, error) {
+	if s.err == nil {
 		if err != nil {
 			// The server answered; the ledger could not keep it (a newer
 			// owner took the key over, or the store failed).
 			c.log.Warn("result not recorded", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "err", err)
 		}
-		return &Outcome{Result: res, Key: k.id.Key, Record: rec, Attempts: attempts, Decision: k.decision}, nil
+		return &Outcome{Result: s.res, Key: k.id.Key, Record: rec, Attempts: s.attempts, Decision: k.decision}, nil
 	}
 	if err != nil {
 		c.log.Error("record call failure", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "err", err)
 	}
-	c.log.Warn("call failed", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "on", rep.On, "attempts", attempts, "err", sendErr)
-	return nil, c.fail(k, rec, lclient.Failed(rep, sendErr))
+	c.log.Warn("call failed", "tool", k.name, "key", ledger.ShortHash(k.id.Key), "on", s.rep.On, "attempts", s.attempts, "err", s.err)
+	return nil, c.fail(k, rec, lclient.Failed(s.rep, s.err))
+}
+
+// resend takes an UNKNOWN record back to PROCESSING under a fresh lease
+// and sends the call again with the same key, to a server that answers a
+// repeat with its first outcome (canResend).
+func (c *Client) resend(ctx context.Context, k *call, rec *ledger.Record) (*Outcome, error) {
+	// A take-over: the store gives the record this owner and the next
+	// fence, so the earlier owner, should it wake up, can record nothing.
+	again, err := c.store.Transition(ctx, ledger.Transition{
+		ID: rec.ID, From: ledger.StateUnknown, To: ledger.StateProcessing, Owner: c.lc.Owner, Lease: c.opts.Lease,
+	})
+	if errors.Is(err, ledger.ErrStateChanged) {
+		// Another caller reconciled it first: answer from its record.
+		latest, err := c.store.Get(ctx, rec.ID)
+		if err != nil {
+			return nil, fmt.Errorf("mcpgo: %w", err)
+		}
+		return c.settled(k, latest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcpgo: reconcile %s: %w", rec.Tool, err)
+	}
+	c.log.Info("re-sending an UNKNOWN call to a key-aware server", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key))
+	var s sending
+	after, _, err := c.lc.Execute(ctx, again, c.exec(k, &s))
+	return c.outcome(k, &s, after, err)
+}
+
+// canResend reports whether an UNKNOWN record of k may be reconciled by
+// sending it again (op.Resendable).
+func (c *Client) canResend(k *call, rec *ledger.Record) bool {
+	mc := c.MCP()
+	if mc == nil {
+		return false
+	}
+	v, ok := mc.GetServerCapabilities().Experimental[wire.Capability]
+	return op.Resendable(rec, k.fp, ok, v, c.opts.Now())
 }
 
 // approved claims req for a call the policy asks about or denies: the
@@ -251,9 +303,10 @@ func (c *Client) report(k *call, res *mcp.CallToolResult, raw json.RawMessage, a
 }
 
 // answer settles a caller that did not send: by the table's action for the
-// record it followed, a replay, the denial, or an error that says what
-// happened. The lifecycle already claimed again what was reclaimable.
-func (c *Client) answer(k *call, rec *ledger.Record, err error) (*Outcome, error) {
+// record it followed, a replay, the denial, a re-send of an UNKNOWN call
+// to a key-aware server, or an error that says what happened. The
+// lifecycle already claimed again what was reclaimable.
+func (c *Client) answer(ctx context.Context, k *call, rec *ledger.Record, err error) (*Outcome, error) {
 	switch {
 	case errors.Is(err, ledger.ErrKeyReused):
 		return nil, c.fail(k, rec, err)
@@ -262,6 +315,14 @@ func (c *Client) answer(k *call, rec *ledger.Record, err error) (*Outcome, error
 	case err != nil:
 		return nil, c.fail(k, rec, err)
 	}
+	if ledger.Act(rec) == ledger.ActReconcile && c.canResend(k, rec) {
+		return c.resend(ctx, k, rec)
+	}
+	return c.settled(k, rec)
+}
+
+// settled answers from rec, without sending.
+func (c *Client) settled(k *call, rec *ledger.Record) (*Outcome, error) {
 	switch ledger.Act(rec) {
 	case ledger.ActReplay:
 		return c.replay(k, rec)

@@ -1,13 +1,17 @@
 package mcpgo_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"sync"
 	"testing"
+	"time"
 
 	lclient "github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/mcpgo/internal/orders"
 )
 
 // Fifty identical calls with one key, from five agents with ledgers of
@@ -126,4 +130,62 @@ func TestUnknownWithoutCapability(t *testing.T) {
 			t.Errorf("create_order ran %d times; want 1 (an UNKNOWN call is never re-run)", got)
 		}
 	})
+}
+
+// deadOwner is the owner string of a process of this host that is gone.
+func deadOwner(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	o := ledger.Self("crashed-agent")
+	o.PID, o.Start = cmd.Process.Pid, 1
+	if !ledger.OwnerGone(o.String()) {
+		t.Skip("this host cannot tell a gone process (no /proc)")
+	}
+	return o.String()
+}
+
+// An agent that died holding a call leaves it UNKNOWN; the mcp-go agent
+// re-sends it under its key only to a server that honours keys, which
+// runs it once, and never to one that does not.
+func TestUnknownIsResentOnlyToAKeyAwareServer(t *testing.T) {
+	for _, guarded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("guarded=%v", guarded), func(t *testing.T) {
+			u := newUpstream(t, "gosdk", "http", guarded)
+			store := openStore(t, "agent.db")
+			args := map[string]any{"item": "chair", "qty": 1}
+			raw, err := json.Marshal(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp, err := ledger.Fingerprint(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := store.Claim(t.Context(), ledger.ClaimRequest{
+				ID: ledger.ID{Tenant: "default", Tool: orders.Tool, Key: "order-dead"}, Session: "s-dead",
+				Fingerprint: fp, Arguments: raw, Owner: deadOwner(t), Lease: time.Hour,
+			})
+			if err != nil || !cl.Won {
+				t.Fatalf("Claim = %+v, %v; want a won claim", cl, err)
+			}
+			a := newMCPGoAgent(t, u, store)
+			ans, err := a.call(keyed(t.Context(), "order-dead"), args)
+			switch {
+			case guarded && (err != nil || ans.text != "ord-chair (run 1)"):
+				t.Errorf("call = %+v, %v; want the call re-sent and run once", ans, err)
+			case !guarded && !errors.Is(err, lclient.ErrOutcomeUnknown):
+				t.Errorf("call = %+v, %v; want client.ErrOutcomeUnknown (never re-sent to a server without the capability)", ans, err)
+			}
+			want := int64(0)
+			if guarded {
+				want = 1
+			}
+			if got := u.runs(); got != want {
+				t.Errorf("create_order ran %d times; want %d", got, want)
+			}
+		})
+	}
 }
