@@ -130,7 +130,9 @@ func mark(res *mcp.CallToolResult, rec *ledger.Record) {
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[wire.MetaReplay] = op.Marker(rec)
+	meta[wire.MetaReplay] = wire.Replay{
+		Key: rec.Key, State: string(rec.State), FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+	}
 	res.Meta = meta
 }
 

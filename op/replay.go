@@ -12,11 +12,14 @@ import (
 // Marker is the replay marker of rec, the value of _meta[wire.MetaReplay]
 // on a replayed result.
 func Marker(rec *ledger.Record) wire.Replay {
-	return wire.Replay{
-		Key: rec.Key, State: string(rec.State), FirstAt: rec.CreatedAt.UTC(),
-		Attempts: rec.Attempts, Compacted: rec.Compacted,
-	}
+	m := wire.Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted}
+	setState(&m.State, rec.State)
+	return m
 }
+
+// setState sets a marker's state whether the field is a string or a
+// ledger.State.
+func setState[T ~string](field *T, s ledger.State) { *field = T(s) }
 
 // Missing is the text of a replay of a record that settled without a
 // result (DENIED, or reconciled without one), so the reply says why rather
