@@ -32,11 +32,13 @@ type ClientOptions struct {
 	// Retry is the backoff policy for transient and retryable failures.
 	Retry *retry.Policy
 	// Window is the re-planning window (planner.DefaultWindow when zero,
-	// off when negative); Tools[name].Window overrides it per tool.
+	// off when negative), for every tool.
 	Window time.Duration
 	// Tools holds per-tool settings: Idempotent tools may be re-sent after
 	// an ambiguous failure, ReadOnly tools bypass the ledger, Exclude,
-	// Retention and Reuse shape the record.
+	// Retention, Reuse and Compact shape the record. (Window per tool is
+	// not read yet: the planner's guard takes per-tool windows in a form
+	// that is changing.)
 	Tools ledger.Tools
 	// TrustedServer makes the server's tool annotations count (readOnlyHint
 	// bypasses the ledger, idempotentHint allows ambiguous retries).
@@ -188,17 +190,11 @@ func newClient(store ledger.Store, opts *ClientOptions) *Client {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	log := lg.With("component", "mcpledger.mcpgo.client", "tenant", o.Tenant, "session", o.Session)
-	windows := map[string]time.Duration{}
-	for name, s := range o.Tools {
-		if s.Window != 0 {
-			windows[name] = s.Window
-		}
-	}
 	return &Client{
 		store: store,
 		lc: &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait,
 			Now: o.Now, Logger: log},
-		guard: &planner.Guard{Store: store, Window: o.Window, Windows: windows, Now: o.Now},
+		guard: &planner.Guard{Store: store, Window: o.Window, Now: o.Now},
 		opts:  o,
 		log:   log,
 	}
