@@ -335,8 +335,8 @@ func replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 }
 
 // KeyFromContext returns the idempotency key of the guarded call a handler
-// runs (op.KeyFromHandler: the same under either SDK's middleware, so
-// package outbox works here too). It reports false outside a guarded call.
+// runs, for its downstream API and the outbox (op.KeyFromHandler). It
+// reports false outside a guarded call.
 func KeyFromContext(ctx context.Context) (string, bool) { return op.KeyFromHandler(ctx) }
 
 // FenceFromContext returns the fencing token the client sent with the

@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,7 +21,7 @@ type Guard struct {
 	opts  Options
 	tel   *telemetry.Telemetry
 	// fences holds the highest fencing token seen per key.
-	fences op.FenceBook
+	fences fenceBook
 
 	// schemas maps *mcp.Tool to *schemaEntry. Tools are immutable once
 	// registered, so a pointer identifies one schema; a replaced tool gets a
@@ -150,8 +152,9 @@ func (g *Guard) checkFence(c *call) error {
 	if c.fence <= 0 {
 		return nil
 	}
-	if seen := g.fences.See(c.id, c.fence); seen > c.fence {
-		return rpcError(op.StaleFence(c.id.Tool, c.id.Key, c.fence, seen))
+	if seen := g.fences.see(c.id, c.fence); seen > c.fence {
+		return wireError(wire.CodeInProgress, wire.ReasonStaleFence, c.id.Key, "",
+			fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", c.id.Tool, c.fence, seen), 0)
 	}
 	return nil
 }

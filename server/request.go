@@ -32,8 +32,8 @@ type call struct {
 var (
 	decodeArgs  = op.DecodeArgs
 	callKey     = op.KeyOf
-	callFence   = op.FenceOf
 	traceParent = op.TraceParent
+	jsonKind    = op.JSONKind
 	errNoKey    = op.ErrNoKey
 )
 
@@ -96,6 +96,35 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		c.traceID, c.spanID = traceParent(p.Meta)
 	}
 	return c, nil
+}
+
+// callFence reads the fencing token from _meta: absent is 0, else a
+// positive integer.
+func callFence(meta mcp.Meta) (int64, error) {
+	v, ok := meta[wire.MetaFence]
+	if !ok || v == nil {
+		return 0, nil
+	}
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case int64:
+		f = float64(n)
+	case int:
+		f = float64(n)
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return 0, fmt.Errorf("_meta[%q] is not a number", wire.MetaFence)
+		}
+	default:
+		return 0, fmt.Errorf("_meta[%q] is a JSON %s, not an integer", wire.MetaFence, jsonKind(v))
+	}
+	if f < 1 || f != float64(int64(f)) {
+		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", wire.MetaFence, f)
+	}
+	return int64(f), nil
 }
 
 // lookup finds a tool by name through the rest of the handler chain. go-sdk
