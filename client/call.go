@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -87,17 +87,11 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	if err := ledger.ValidateTenant(op.id.Tenant); err != nil {
 		return nil, err
 	}
-	switch key, explicit := keyFrom(ctx); {
-	case explicit:
-		if err := ledger.ValidateKey(key); err != nil {
-			return nil, err
-		}
+	switch key, chosen, err := chooseKey(ctx, p.Name, op.fp); {
+	case err != nil:
+		return nil, err
+	case chosen:
 		op.id.Key = key
-	case chainOK(ctx):
-		chain, _ := chainFrom(ctx)
-		op.id.Key = ledger.DeriveKey(chain, p.Name, op.fp)
-	case newKeyFrom(ctx):
-		op.id.Key = newKey()
 	default:
 		v, err := c.guard.Check(ctx, planner.Query{
 			Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: p.Name, Fingerprint: op.fp,
@@ -143,13 +137,8 @@ func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error
 	return o, err, true
 }
 
-func chainOK(ctx context.Context) bool {
-	_, ok := chainFrom(ctx)
-	return ok
-}
-
 // newKey mints a key for an operation that matches nothing earlier.
-func newKey() string { return "r1." + randomHex(16) }
+var newKey = op.Fresh
 
 // shared runs op once per (tenant, tool, key) in this process; concurrent
 // callers of the same key wait for and share that one execution.
@@ -186,48 +175,9 @@ func (o *Outcome) clone() (*Outcome, error) {
 	return &cp, nil
 }
 
-// marshalArgs returns the arguments as a JSON object.
-func marshalArgs(a any) (json.RawMessage, error) {
-	var raw []byte
-	switch v := a.(type) {
-	case nil:
-		return json.RawMessage("{}"), nil
-	case json.RawMessage:
-		raw = v
-	case []byte:
-		raw = v
-	case map[string]any:
-		if v == nil {
-			return json.RawMessage("{}"), nil
-		}
-		return marshalObject(a)
-	default:
-		return marshalObject(a)
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	if raw[0] != '{' || !json.Valid(raw) {
-		return nil, errors.New("client: arguments must be a JSON object")
-	}
-	return raw, nil
-}
-
-// marshalObject is json.Marshal for arguments of any Go type.
-func marshalObject(a any) (json.RawMessage, error) {
-	b, err := json.Marshal(a)
-	if err != nil {
-		return nil, fmt.Errorf("client: arguments do not marshal to JSON: %w", err)
-	}
-	if len(b) == 0 || b[0] != '{' {
-		if bytes.Equal(b, []byte("null")) {
-			return json.RawMessage("{}"), nil
-		}
-		return nil, errors.New("client: arguments must be a JSON object")
-	}
-	return b, nil // json.Marshal writes compact, valid JSON
-}
+// marshalArgs returns the arguments as a JSON object (op.MarshalArgs,
+// shared with the mcp-go wrapper).
+var marshalArgs = op.MarshalArgs
 
 func (c *Client) readOnly(op *operation) bool {
 	if c.opts.Tools.For(op.name).ReadOnly {

@@ -4,22 +4,19 @@ import (
 	"context"
 
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/op"
 )
 
 type ctxKey int
 
-const (
-	keyCtx ctxKey = iota
-	chainCtx
-	newKeyCtx
-	confirmerCtx
-)
+const confirmerCtx ctxKey = iota
 
-// WithKey sets the idempotency key of the next calls made with ctx. It is
+// WithKey sets the idempotency key of the next calls made with ctx
+// (op.WithKey: the mcp-go wrapper reads the same key). It is
 // the strongest identity: the same key is the same operation. The key must
 // satisfy ledger.ValidateKey; CallTool rejects it otherwise.
 func WithKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, keyCtx, key)
+	return op.WithKey(ctx, key)
 }
 
 // WithChain marks the entry of a call chain (a request id, a business
@@ -27,30 +24,22 @@ func WithKey(ctx context.Context, key string) context.Context {
 // the tool and the argument fingerprint, so replaying the chain after a
 // crash or a re-plan derives the same keys.
 func WithChain(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, chainCtx, id)
+	return op.WithChain(ctx, id)
 }
 
 // WithNewKey asks for a new operation: the next call gets a fresh key and
 // skips the re-planning window. Use it when a second identical effect is
 // truly wanted.
 func WithNewKey(ctx context.Context) context.Context {
-	return context.WithValue(ctx, newKeyCtx, true)
+	return op.WithNewKey(ctx)
 }
 
-func keyFrom(ctx context.Context) (string, bool) {
-	k, ok := ctx.Value(keyCtx).(string)
-	return k, ok
-}
-
-func chainFrom(ctx context.Context) (string, bool) {
-	c, ok := ctx.Value(chainCtx).(string)
-	return c, ok && c != ""
-}
-
-func newKeyFrom(ctx context.Context) bool {
-	b, _ := ctx.Value(newKeyCtx).(bool)
-	return b
-}
+// The keys in context are package op's, shared with the mcp-go wrapper.
+var (
+	keyFrom   = op.Key
+	chainFrom = op.Chain
+	chooseKey = op.Choose
+)
 
 // WithConfirmer sets the confirmer for calls made with ctx, in place of
 // Options.Confirmer. A proxy uses it to ask the host of each request (an

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 var (
@@ -46,3 +48,21 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Failed is the error of a call that failed with err and was recorded
+// with rep (retry.Failure of err): ErrOutcomeUnknown when it left the
+// record UNKNOWN, ErrNotSent when RETRYABLE, else ErrRejected, with
+// ledger.ErrKeyReused when the server said the key was reused. Every
+// client adapter answers with it, whatever its SDK.
+func Failed(rep ledger.Report, err error) error {
+	switch to, _ := ledger.Next(ledger.StateProcessing, rep.On); to {
+	case ledger.StateUnknown:
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case ledger.StateRetryable:
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
+	if retry.Reason(err) == wire.ReasonKeyReused {
+		return fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, err)
+	}
+	return fmt.Errorf("%w: %w", ErrRejected, err)
+}

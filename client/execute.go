@@ -74,41 +74,26 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 // prompt aborted) leaves the record REJECTED: nothing ran, and a later
 // call with an answer runs.
 func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record, verdict confirm.Verdict) (*ledger.Record, error) {
-	l := ledger.LeaseOf(rec)
-	rep := ledger.Report{On: ledger.OnDeny, ErrorKind: "denied", ErrorMessage: "the policy denies " + op.name,
-		Approval: confirm.Answer{Decision: ledger.DecisionDenied, By: "policy", Reason: "the policy denies " + op.name}.Approval(c.opts.Now())}
-	var askErr error
-	if verdict != confirm.Deny {
-		stop := c.lc.Hold(ctx, l)
-		ans, err := c.ask(ctx, op, rec)
-		stop()
-		switch {
-		case errors.Is(err, confirm.ErrInputRequired):
-			// The host asks the person and calls again with the answer; the
-			// record waits, leased, in PENDING_APPROVAL for that round.
-			return nil, err
-		case err != nil:
-			askErr = err
-			rep = ledger.Report{On: ledger.OnNoAnswer, ErrorKind: ledger.KindNoAnswer, ErrorMessage: ledger.OneLine(err.Error(), 300)}
-		case ans.Decision == ledger.DecisionDenied:
-			rep = ledger.Report{On: ledger.OnDeny, ErrorKind: "denied", ErrorMessage: ans.Reason, Approval: ans.Approval(c.opts.Now())}
-		default:
-			rep = ledger.Report{On: ledger.OnApprove, Approval: ans.Approval(c.opts.Now())}
-		}
+	st, err := confirm.Settle(ctx, c.lc, rec, verdict, c.opts.Now, func(ctx context.Context) (confirm.Answer, error) {
+		return c.ask(ctx, op, rec)
+	})
+	if errors.Is(err, confirm.ErrInputRequired) {
+		// The host asks the person and calls again with the answer; the
+		// record waits, leased, in PENDING_APPROVAL for that round.
+		return nil, err
 	}
-	after, err := c.lc.Settle(ctx, l, ledger.StatePendingApproval, rep)
 	if err != nil {
 		return nil, c.fail(op, rec, fmt.Errorf("client: record the answer for %s: %w", op.name, err))
 	}
-	switch rep.On {
+	switch st.Report.On {
 	case ledger.OnDeny:
-		c.log.Info("call denied", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "by", rep.Approval.By)
-		return nil, c.fail(op, after, ErrDenied)
+		c.log.Info("call denied", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "by", st.Report.Approval.By)
+		return nil, c.fail(op, st.Record, ErrDenied)
 	case ledger.OnNoAnswer:
-		c.log.Info("call not confirmed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", askErr)
-		return nil, c.fail(op, after, fmt.Errorf("%w: no one confirmed the call: %w", ErrRejected, askErr))
+		c.log.Info("call not confirmed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", st.NoAnswer)
+		return nil, c.fail(op, st.Record, fmt.Errorf("%w: no one confirmed the call: %w", ErrRejected, st.NoAnswer))
 	}
-	return after, nil
+	return st.Record, nil
 }
 
 // ask puts the call before a person. Earlier attempts of the same call in

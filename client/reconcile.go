@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -17,18 +17,15 @@ import (
 // capability and still remembers the key, which then either replays its
 // first execution or runs the call for the first time, never twice.
 func (c *Client) canResend(op *operation, rec *ledger.Record) bool {
-	if op.args == nil || rec.Tombstone || rec.Fingerprint != op.fp {
+	if op.args == nil {
 		return false
 	}
-	s := c.Session()
-	if !keyAware(s) {
-		return false
-	}
-	if r, ok := serverRetention(s); ok && !c.opts.Now().Before(rec.CreatedAt.Add(r)) {
-		return false // the server may have forgotten the key
-	}
-	return true
+	v, ok := capability(c.Session())
+	return resendable(rec, op.fp, ok, v, c.opts.Now())
 }
+
+// resendable is op.Resendable, shared with the mcp-go wrapper.
+var resendable = op.Resendable
 
 // resend takes an UNKNOWN record back to PROCESSING under a fresh lease and
 // sends the call again with the same key.
@@ -50,19 +47,15 @@ func (c *Client) resend(ctx context.Context, op *operation, rec *ledger.Record) 
 	return c.run(ctx, op, again)
 }
 
-// serverRetention is how long the server keeps keys, from its capability.
-func serverRetention(s *mcp.ClientSession) (time.Duration, bool) {
+// capability is the server's idempotency capability, if it advertises one.
+func capability(s *mcp.ClientSession) (any, bool) {
+	if s == nil {
+		return nil, false
+	}
 	ir := s.InitializeResult()
 	if ir == nil || ir.Capabilities == nil {
-		return 0, false
+		return nil, false
 	}
-	m, ok := ir.Capabilities.Experimental[wire.Capability].(map[string]any)
-	if !ok {
-		return 0, false
-	}
-	secs, ok := m["retentionSeconds"].(float64)
-	if !ok || secs <= 0 {
-		return 0, false
-	}
-	return time.Duration(secs * float64(time.Second)), true
+	v, ok := ir.Capabilities.Experimental[wire.Capability]
+	return v, ok
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -63,16 +62,7 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
 	}
 	c.log.Warn("call failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "state", to, "attempts", attempts, "err", sendErr)
-	switch to {
-	case ledger.StateUnknown:
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrOutcomeUnknown, sendErr))
-	case ledger.StateRetryable:
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrNotSent, sendErr))
-	}
-	if retry.Reason(sendErr) == wire.ReasonKeyReused {
-		return nil, c.fail(op, after, fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, sendErr))
-	}
-	return nil, c.fail(op, after, fmt.Errorf("%w: %w", ErrRejected, sendErr))
+	return nil, c.fail(op, after, Failed(rep, sendErr))
 }
 
 // report says what one run of op means for the ledger: the server's
@@ -93,16 +83,7 @@ func (c *Client) report(op *operation, res *mcp.CallToolResult, attempts int, se
 		}
 		return ledger.Report{On: on, Result: raw, Compacted: compacted, Attempts: attempts}, nil
 	}
-	rep := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: "ambiguous", ErrorMessage: ledger.OneLine(sendErr.Error(), 500), Attempts: attempts}
-	switch cls := retry.Classify(sendErr); {
-	case cls == retry.Permanent:
-		rep.On, rep.ErrorKind = ledger.OnRefused, permanentKind(sendErr)
-	case !maybeSent:
-		rep.On, rep.ErrorKind = ledger.OnNotSent, "not_sent"
-	case cls == retry.Unknown:
-		rep.ErrorKind = "server_outcome_unknown"
-	}
-	return rep, nil
+	return retry.Failure(sendErr, maybeSent, attempts), nil
 }
 
 // encode is the result as stored: go-sdk's own encoding of it, compacted
@@ -152,23 +133,13 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 			res, maybeSent = r, true
 			return nil
 		}
-		switch retry.Classify(callErr) {
-		case retry.Transient:
-			c.replaceDead(ctx, s, callErr)
-			return callErr
-		case retry.Ambiguous:
-			maybeSent = true
-			if ctx.Err() != nil || !(c.idempotent(op) || keyAware(s) || !keyed) {
-				return retry.Stop(callErr)
-			}
-			c.replaceDead(ctx, s, callErr)
-			return callErr
-		case retry.Unknown:
-			// The server received the request and cannot tell whether it
-			// ran: the record must become UNKNOWN, not RETRYABLE.
-			maybeSent = true
+		sent, again := retry.After(ctx, callErr, c.idempotent(op) || keyAware(s) || !keyed)
+		maybeSent = maybeSent || sent
+		if !again {
+			return retry.Stop(callErr)
 		}
-		return retry.Stop(callErr)
+		c.replaceDead(ctx, s, callErr)
+		return callErr
 	})
 	return res, attempts, err, maybeSent
 }
@@ -328,16 +299,4 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	}
 	c.finals.put(after)
 	return &Outcome{Result: res, Key: key, Record: after, Attempts: 1}, nil
-}
-
-// permanentKind names a deterministic rejection for the record.
-func permanentKind(err error) string {
-	if r := retry.Reason(err); r != "" {
-		return r
-	}
-	var je *jsonrpc.Error
-	if errors.As(err, &je) {
-		return fmt.Sprintf("jsonrpc_%d", je.Code)
-	}
-	return "rejected"
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -145,15 +146,9 @@ func (c *Client) fail(op *operation, rec *ledger.Record, err error) error {
 	return e
 }
 
-func explain(tool, key string, rec *ledger.Record, err error) string {
-	switch {
-	case rec != nil && errors.Is(err, ledger.ErrKeyReused):
-		return fmt.Sprintf("The key %s was already used for %s with different arguments, so this call was not run. Do not re-issue it; use a new operation if a second effect is really wanted.", key, tool)
-	case rec != nil:
-		return ledger.Explain(rec)
-	}
-	return fmt.Sprintf("The call to %s (key %s) did not complete: %v. Ask ledger_status with this key before calling again.", tool, key, err)
-}
+// explain is the model-facing text of a call that did not complete
+// (op.Explain, shared with the mcp-go wrapper).
+var explain = op.Explain
 
 // resolvePending asks the request's confirmer about a record waiting for
 // approval and, on approval, runs the call. The record's lease is taken

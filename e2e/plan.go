@@ -38,7 +38,11 @@ type plan struct {
 	// UpstreamHTTP: the proxy reaches payments over HTTP (--url), else it
 	// starts payments as its stdio child.
 	UpstreamHTTP bool
-	Victim       victim
+	// AgentSDK is the agent's MCP SDK: "gosdk" (package client) or, every
+	// other iteration, "mcpgo" (package mcpgo). It follows N, not the RNG,
+	// so a seed drawn before it existed replays the same other choices.
+	AgentSDK string
+	Victim   victim
 	// Fault, when set, is the payments fault point that kills the server
 	// (PAYMENTS_FAULT point=kill); only with UpstreamHTTP, where the suite
 	// starts payments and can restart it without the fault.
@@ -50,6 +54,9 @@ type plan struct {
 	Delay time.Duration
 	Keys  []string
 }
+
+// agentSDKs are the SDKs the agent runs on (its -sdk flag).
+var agentSDKs = []string{"gosdk", "mcpgo"}
 
 // faultPoints are the payments fault hooks an iteration may kill at.
 var faultPoints = []string{"handler", "handler-committed", "deliver-applied"}
@@ -65,6 +72,7 @@ func makePlans(seed uint64, n int, window time.Duration, tag string) []plan {
 			N:            i,
 			AgentHTTP:    rng.IntN(2) == 0,
 			UpstreamHTTP: rng.IntN(2) == 0,
+			AgentSDK:     agentSDKs[i%len(agentSDKs)],
 			Victim:       victim(rng.IntN(int(victims))),
 		}
 		// A third of the payments kills over HTTP land on a fault hook:
@@ -95,6 +103,10 @@ func (p plan) String() string {
 	if p.Fault != "" {
 		at = "fault " + p.Fault
 	}
-	return fmt.Sprintf("#%03d agent-%s->proxy-%s->payments kill %s at %s, %d keys",
-		p.N, hop(p.AgentHTTP), hop(p.UpstreamHTTP), p.Victim, at, len(p.Keys))
+	agent := "agent"
+	if p.AgentSDK == "mcpgo" {
+		agent = "mcpgo-agent"
+	}
+	return fmt.Sprintf("#%03d %s-%s->proxy-%s->payments kill %s at %s, %d keys",
+		p.N, agent, hop(p.AgentHTTP), hop(p.UpstreamHTTP), p.Victim, at, len(p.Keys))
 }

@@ -15,9 +15,9 @@ func Example() {
 	}
 	// Output:
 	// #000 agent-http->proxy-http->payments kill proxy at 20ms after key 1, 4 keys
-	// #001 agent-http->proxy-http->payments kill payments at 11ms after key 0, 3 keys
+	// #001 mcpgo-agent-http->proxy-http->payments kill payments at 11ms after key 0, 3 keys
 	// #002 agent-stdio->proxy-stdio->payments kill agent at 6ms after key 2, 3 keys
-	// #003 agent-http->proxy-http->payments kill payments at 11ms after key 1, 2 keys
+	// #003 mcpgo-agent-http->proxy-http->payments kill payments at 11ms after key 1, 2 keys
 }
 
 func TestMakePlans(t *testing.T) {

@@ -183,7 +183,7 @@ func (w *world) proxyEndpoint(upstreamHTTP bool) string {
 func (w *world) startAgent(p plan, journal string, keys []string) *proc {
 	w.t.Helper()
 	argv := []string{w.bin.agent, "-ledger", w.agentLedger, "-tenant", agentTenant, "-journal", journal,
-		"-keys", strings.Join(keys, ","), "-lease", "500ms", "-wait", "3s", "-retry-for", "20s"}
+		"-keys", strings.Join(keys, ","), "-lease", "500ms", "-wait", "3s", "-retry-for", "20s", "-sdk", p.AgentSDK}
 	if p.AgentHTTP {
 		w.proxyFor(p)
 		argv = append(argv, "-url", w.proxyEndpoint(p.UpstreamHTTP))

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -147,41 +147,12 @@ func (g *Guard) run(ctx context.Context, next mcp.MethodHandler, req *mcp.CallTo
 		}
 		return reply, replyErr
 	}
-	switch {
-	case errors.Is(err, ledger.ErrKeyReused):
-		g.log(ctx, "key reused", c, nil)
-		return nil, wireError(wire.CodeKeyReused, wire.ReasonKeyReused, c.id.Key, stateOf(rec),
-			fmt.Sprintf("tool %q: idempotency key was first used with other arguments; nothing was run (use a new key for a different request)", c.id.Tool), 0)
-	case errors.Is(err, ledger.ErrInProgress):
-		g.log(ctx, "in progress", c, rec)
-		return nil, wireError(wire.CodeInProgress, wire.ReasonInProgress, c.id.Key, stateOf(rec),
-			fmt.Sprintf("tool %q: an earlier request with this key is still running; retry with the same key", c.id.Tool), g.opts.RetryAfter)
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, fmt.Errorf("server: %q: %w", c.id.Tool, err)
+	if err := op.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
+		g.log(ctx, "refused: "+err.Error(), c, rec)
+		return nil, rpcError(err)
 	}
-	switch ledger.Act(rec) {
-	case ledger.ActReplay, ledger.ActDenied:
-		g.log(ctx, "replay", c, rec)
-		return replay(rec)
-	case ledger.ActReconcile:
-		g.log(ctx, "outcome unknown", c, rec)
-		if rec.Tombstone {
-			return nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(rec.State),
-				fmt.Sprintf("tool %q: this key was used before and its record has expired; reconcile it before reusing the key", c.id.Tool), 0)
-		}
-		return nil, unknownError(c, rec)
-	}
-	return nil, wireError(wire.CodeInProgress, wire.ReasonInProgress, c.id.Key, stateOf(rec),
-		fmt.Sprintf("tool %q: operation is being retried by other requests; try again", c.id.Tool), g.opts.RetryAfter)
-}
-
-func stateOf(r *ledger.Record) string {
-	if r == nil {
-		return ""
-	}
-	return string(r.State)
+	g.log(ctx, "replay", c, rec)
+	return replay(rec)
 }
 
 // checkFence refuses a request whose fencing token is lower than one this
@@ -197,15 +168,6 @@ func (g *Guard) checkFence(c *call) error {
 			fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", c.id.Tool, c.fence.Token, seen.Token), 0)
 	}
 	return nil
-}
-
-func unknownError(c *call, rec *ledger.Record) error {
-	why := "its earlier execution may or may not have taken effect"
-	if rec.ErrorKind != "" {
-		why += " (" + rec.ErrorKind + ")"
-	}
-	return wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(rec.State),
-		fmt.Sprintf("tool %q: %s; it will not run again until the operation is reconciled", c.id.Tool, why), 0)
 }
 
 func (g *Guard) log(ctx context.Context, msg string, c *call, rec *ledger.Record) {

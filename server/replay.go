@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,14 +60,7 @@ func (g *Guard) encode(c *call, r *mcp.CallToolResult) (json.RawMessage, bool, e
 	if err != nil {
 		return nil, false, fmt.Errorf("server: encoding result of %q: %w", c.id.Tool, err)
 	}
-	if len(raw) <= g.opts.MaxResult {
-		return raw, false, nil
-	}
-	compact := c.policy.Compact
-	if compact == nil {
-		compact = ledger.Compact
-	}
-	small, changed, err := compact(raw, g.opts.MaxResult)
+	small, changed, err := op.Stored(raw, g.opts.MaxResult, c.policy.Compact)
 	if err != nil {
 		return nil, false, fmt.Errorf("server: compacting result of %q: %w", c.id.Tool, err)
 	}

@@ -1,15 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,10 +28,16 @@ type call struct {
 	fence wire.Fence
 }
 
-// keyHelp is appended to every key_required and key_invalid message so a
-// client author knows how to fix the call.
-const keyHelp = "send one in params._meta[\"" + MetaKey + "\"] or as the \"" + ArgKey +
-	"\" argument: 1-255 bytes of [A-Za-z0-9._:~-], the same key on every retry of the same request"
+// The request reading every SDK adapter shares, from package op.
+var (
+	decodeArgs  = op.DecodeArgs
+	callKey     = op.KeyOf
+	traceParent = op.TraceParent
+	jsonKind    = op.JSONKind
+	errNoKey    = op.ErrNoKey
+)
+
+const keyHelp = op.KeyHelp
 
 // prepare checks a guarded call and builds its ledger identity. A non-nil
 // error is returned to the client as is; nothing is stored.
@@ -126,91 +131,6 @@ func fenceToken(v any) (int64, error) {
 		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", wire.MetaFence, f)
 	}
 	return int64(f), nil
-}
-
-// decodeArgs parses the arguments as a JSON object; absent or null
-// arguments are the empty object.
-func decodeArgs(raw json.RawMessage) (map[string]any, error) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return map[string]any{}, nil
-	}
-	if trimmed[0] != '{' {
-		return nil, errors.New("arguments must be a JSON object")
-	}
-	var m map[string]any
-	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
-	}
-	return m, nil
-}
-
-var errNoKey = errors.New("this tool changes state and needs an idempotency key")
-
-// callKey finds the key in _meta or the idempotency_key argument. Both may
-// be present only when they agree.
-func callKey(meta mcp.Meta, args map[string]any) (string, error) {
-	mv, inMeta := meta[MetaKey]
-	av, inArgs := args[ArgKey]
-	if !inMeta && !inArgs {
-		return "", errNoKey
-	}
-	var mk, ak string
-	if inMeta {
-		s, ok := mv.(string)
-		if !ok {
-			return "", fmt.Errorf("%w: _meta key is a JSON %s, not a string", ledger.ErrInvalidKey, jsonKind(mv))
-		}
-		mk = s
-	}
-	if inArgs {
-		s, ok := av.(string)
-		if !ok {
-			return "", fmt.Errorf("%w: %s argument is a JSON %s, not a string", ledger.ErrInvalidKey, ArgKey, jsonKind(av))
-		}
-		ak = s
-	}
-	key := mk
-	switch {
-	case !inMeta:
-		key = ak
-	case inArgs && mk != ak:
-		return "", fmt.Errorf("%w: _meta and the %s argument carry different keys", ledger.ErrInvalidKey, ArgKey)
-	}
-	if err := ledger.ValidateKey(key); err != nil {
-		return "", err
-	}
-	return key, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64, json.Number:
-		return "number"
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// traceParent splits a W3C traceparent ("00-<trace>-<span>-<flags>") from
-// _meta into its trace and span ids; anything malformed is ignored.
-func traceParent(meta mcp.Meta) (trace, span string) {
-	s, ok := meta["traceparent"].(string)
-	if !ok {
-		return "", ""
-	}
-	parts := strings.Split(s, "-")
-	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
-		return "", ""
-	}
-	return parts[1], parts[2]
 }
 
 // lookup finds a tool by name through the rest of the handler chain. go-sdk

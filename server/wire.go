@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -30,20 +32,36 @@ const (
 	reasonKeyInvalid     = wire.ReasonKeyInvalid
 )
 
-// wireError builds one of the -3100x errors: retry.ServerError's shape,
-// plus the key and record state. The key is echoed back (it is
-// the caller's own value and holds no secret by the key rules) so a client
-// can tell which operation the error is about.
+// wireError builds one of the -3100x errors (op.Refuse) as go-sdk's
+// error value.
 func wireError(code int64, reason, key, state, msg string, retryAfter time.Duration) *jsonrpc.Error {
-	d := wire.ErrorData{Reason: reason, Key: key, State: state, RetryAfterMs: wire.RetryAfterMs(retryAfter)}
-	data, err := json.Marshal(d)
-	if err != nil {
-		// Strings and an integer always marshal.
-		panic("server: encoding error data: " + err.Error())
-	}
-	return &jsonrpc.Error{Code: code, Message: msg, Data: data}
+	return refusal(op.Refuse(code, reason, key, state, msg, retryAfter))
 }
 
 func invalidParams(msg string) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	return refusal(op.InvalidParams(msg))
+}
+
+// refusal is r as go-sdk's error value.
+func refusal(r *op.Refusal) *jsonrpc.Error {
+	e := &jsonrpc.Error{Code: r.Code, Message: r.Message}
+	if r.Data != nil {
+		data, err := json.Marshal(r.Data)
+		if err != nil {
+			// Strings and an integer always marshal.
+			panic("server: encoding error data: " + err.Error())
+		}
+		e.Data = data
+	}
+	return e
+}
+
+// rpcError is err as go-sdk's error value when it is an op.Refusal, else
+// err.
+func rpcError(err error) error {
+	var r *op.Refusal
+	if errors.As(err, &r) {
+		return refusal(r)
+	}
+	return err
 }

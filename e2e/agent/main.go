@@ -7,6 +7,9 @@
 //	agent -ledger agent.db -journal agent.jsonl -keys k1,k2 -url http://127.0.0.1:8080/
 //	agent -ledger agent.db -journal agent.jsonl -keys k1,k2 -- agentctl proxy -- payments -db p.db
 //
+// With -sdk mcpgo the agent is an mcp-go client through package mcpgo
+// instead of a go-sdk client through package client.
+//
 // It calls create_payment once per key, in order, and exits 0 once every
 // key has an answer (whatever it was). Run again with the same keys, it
 // replays the answered ones from its ledger and finishes the rest.
@@ -46,6 +49,7 @@ func main() {
 
 type config struct {
 	ledger, tenant, journal, url string
+	sdk                          string
 	keys                         []string
 	command                      []string
 	lease, wait, attempt         time.Duration
@@ -61,6 +65,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.tenant, "tenant", "agent", "ledger tenant")
 	fs.StringVar(&cfg.journal, "journal", "", "journal file (JSON lines, appended and fsynced)")
 	fs.StringVar(&keys, "keys", "", "comma-separated idempotency keys, one create_payment each")
+	fs.StringVar(&cfg.sdk, "sdk", "gosdk", "the agent's MCP SDK: gosdk (package client) or mcpgo (package mcpgo)")
 	fs.StringVar(&cfg.url, "url", "", "the server's streamable HTTP endpoint; without it the arguments after -- start a stdio server")
 	fs.DurationVar(&cfg.lease, "lease", time.Second, "PROCESSING lease of a call, renewed while it runs")
 	fs.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a call waits for an earlier execution of its key")
@@ -78,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("-ledger, -journal and -keys are required")
 	case (cfg.url == "") == (len(cfg.command) == 0):
 		return errors.New("give either -url or a server command after --")
+	case cfg.sdk != "gosdk" && cfg.sdk != "mcpgo":
+		return fmt.Errorf("-sdk %q: want gosdk or mcpgo", cfg.sdk)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,30 +106,29 @@ func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	// A previous run of this agent may have died holding leases; the
 	// ledger sees that its owner process is gone and makes those records
 	// UNKNOWN when this run asks for their keys.
-	c, err := client.Dial(ctx, connector(cfg, stderr), store, &client.Options{
-		Tenant:         cfg.tenant,
-		Session:        "kill-suite",
-		Policy:         &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow, Note: "the kill suite pays without asking"}}},
-		Lease:          cfg.lease,
-		InProgressWait: cfg.wait,
-		AttemptTimeout: cfg.attempt,
-		Retry: &retry.Policy{
-			MaxAttempts: 1000, InitialInterval: 20 * time.Millisecond,
-			MaxInterval: 300 * time.Millisecond, MaxElapsed: cfg.retryFor,
-		},
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		return err
+	var pay1 func(ctx context.Context, key string) journal.Entry
+	if cfg.sdk == "mcpgo" {
+		c, err := dialMCPGo(ctx, cfg, store, stderr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		pay1 = func(ctx context.Context, key string) journal.Entry { return callMCPGo(ctx, c, key) }
+	} else {
+		c, err := dialGoSDK(ctx, cfg, store, stderr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		pay1 = func(ctx context.Context, key string) journal.Entry { return call(ctx, c, key) }
 	}
-	defer c.Close()
 	for _, key := range cfg.keys {
 		if err := j.Write(journal.Entry{Event: journal.EventIssue, Key: key, PID: os.Getpid()}); err != nil {
 			return err
 		}
 		// The suite times its kills from this line.
 		fmt.Fprintln(stdout, "agent: issued", key)
-		e := call(ctx, c, key)
+		e := pay1(ctx, key)
 		e.PID = os.Getpid()
 		if err := j.Write(e); err != nil {
 			return err
@@ -131,10 +137,40 @@ func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// dialGoSDK is the agent on go-sdk: package client's Client.
+func dialGoSDK(ctx context.Context, cfg config, store ledger.Store, stderr io.Writer) (*client.Client, error) {
+	return client.Dial(ctx, connector(cfg, stderr), store, &client.Options{
+		Tenant: cfg.tenant, Session: "kill-suite", Policy: payAll,
+		Lease: cfg.lease, InProgressWait: cfg.wait, AttemptTimeout: cfg.attempt,
+		Retry: cfg.retry(), Logger: warnings(stderr),
+	})
+}
+
+// payAll is the policy of both agents: the kill suite pays without asking.
+var payAll = &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow, Note: "the kill suite pays without asking"}}}
+
+// retry is the retry policy of both agents: a call keeps trying, under
+// its key, for retryFor.
+func (cfg config) retry() *retry.Policy {
+	return &retry.Policy{
+		MaxAttempts: 1000, InitialInterval: 20 * time.Millisecond,
+		MaxInterval: 300 * time.Millisecond, MaxElapsed: cfg.retryFor,
+	}
+}
+
+func warnings(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
 // call pays once with key and describes the answer.
 func call(ctx context.Context, c *client.Client, key string) journal.Entry {
-	e := journal.Entry{Event: journal.EventAnswer, Key: key}
 	out, err := c.Call(client.WithKey(ctx, key), &mcp.CallToolParams{Name: "create_payment", Arguments: journal.Arguments(key)})
+	return describe(key, out, err)
+}
+
+// describe is the journal entry of the answer to key, on either SDK.
+func describe(key string, out *client.Outcome, err error) journal.Entry {
+	e := journal.Entry{Event: journal.EventAnswer, Key: key}
 	if err != nil {
 		e.Outcome, e.Error = errOutcome(err), err.Error()
 		var ce *client.Error

@@ -1,0 +1,116 @@
+package op
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+type ctxKey int
+
+const (
+	keyCtx ctxKey = iota
+	chainCtx
+	newKeyCtx
+	leaseCtx
+)
+
+// WithKey sets the idempotency key of the next calls made with ctx. It is
+// the strongest identity: the same key is the same operation. The key must
+// satisfy ledger.ValidateKey; a call rejects it otherwise.
+func WithKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyCtx, key)
+}
+
+// WithChain marks the entry of a call chain (a request id, a business
+// operation id). Calls made with ctx derive their keys from the chain id,
+// the tool and the argument fingerprint, so replaying the chain after a
+// crash or a re-plan derives the same keys.
+func WithChain(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, chainCtx, id)
+}
+
+// WithNewKey asks for a new operation: the next call gets a fresh key and
+// skips the re-planning window. Use it when a second identical effect is
+// truly wanted.
+func WithNewKey(ctx context.Context) context.Context {
+	return context.WithValue(ctx, newKeyCtx, true)
+}
+
+// Key returns the key WithKey put in ctx.
+func Key(ctx context.Context) (string, bool) {
+	k, ok := ctx.Value(keyCtx).(string)
+	return k, ok
+}
+
+// Chain returns the non-empty chain id WithChain put in ctx.
+func Chain(ctx context.Context) (string, bool) {
+	c, ok := ctx.Value(chainCtx).(string)
+	return c, ok && c != ""
+}
+
+// NewKey reports whether WithNewKey asked for a new operation.
+func NewKey(ctx context.Context) bool {
+	b, _ := ctx.Value(newKeyCtx).(bool)
+	return b
+}
+
+// lease is what a handler may know of the guarded call it runs.
+type lease struct {
+	key   string
+	fence int64
+}
+
+// WithHandler marks ctx as that of a guarded call with key and fence
+// (0: the client sent none); the server middleware of each SDK sets it
+// before the tool handler runs.
+func WithHandler(ctx context.Context, key string, fence int64) context.Context {
+	return context.WithValue(ctx, leaseCtx, lease{key: key, fence: fence})
+}
+
+// KeyFromHandler returns the idempotency key of the guarded call a handler
+// is running, so the handler can pass it to its downstream API. It reports
+// false outside a guarded call.
+func KeyFromHandler(ctx context.Context) (string, bool) {
+	l, ok := ctx.Value(leaseCtx).(lease)
+	return l.key, ok
+}
+
+// FenceFromHandler returns the fencing token the client sent with the
+// guarded call a handler is running (0 when it sent none). It reports
+// false outside a guarded call.
+func FenceFromHandler(ctx context.Context) (int64, bool) {
+	l, ok := ctx.Value(leaseCtx).(lease)
+	return l.fence, ok
+}
+
+// Choose picks the key of a call of tool with argument fingerprint fp from
+// ctx: WithKey's (validated), else one derived from WithChain's chain id,
+// else a fresh one when WithNewKey asked for it. It reports false when ctx
+// says nothing, and the caller's re-planning guard decides.
+func Choose(ctx context.Context, tool, fp string) (key string, ok bool, err error) {
+	if key, ok := Key(ctx); ok {
+		if err := ledger.ValidateKey(key); err != nil {
+			return "", false, err
+		}
+		return key, true, nil
+	}
+	if chain, ok := Chain(ctx); ok {
+		return ledger.DeriveKey(chain, tool, fp), true, nil
+	}
+	if NewKey(ctx) {
+		return Fresh(), true, nil
+	}
+	return "", false, nil
+}
+
+// Fresh mints a key for an operation that matches nothing earlier.
+func Fresh() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("op: crypto/rand failed: " + err.Error())
+	}
+	return "r1." + hex.EncodeToString(b)
+}

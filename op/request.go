@@ -1,0 +1,100 @@
+package op
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
+)
+
+// ErrNoKey: a guarded tool was called without an idempotency key.
+var ErrNoKey = errors.New("this tool changes state and needs an idempotency key")
+
+// KeyHelp is appended to every key_required and key_invalid message so a
+// client author knows how to fix the call.
+const KeyHelp = "send one in params._meta[\"" + wire.MetaKey + "\"] or as the \"" + wire.ArgKey +
+	"\" argument: 1-255 bytes of [A-Za-z0-9._:~-], the same key on every retry of the same request"
+
+// KeyOf finds the key of a request in its _meta or its idempotency_key
+// argument. Both may be present only when they agree. The error wraps
+// ErrNoKey when there is none, ledger.ErrInvalidKey when it breaks the key
+// rules.
+func KeyOf(meta, args map[string]any) (string, error) {
+	mv, inMeta := meta[wire.MetaKey]
+	av, inArgs := args[wire.ArgKey]
+	if !inMeta && !inArgs {
+		return "", ErrNoKey
+	}
+	var mk, ak string
+	if inMeta {
+		s, ok := mv.(string)
+		if !ok {
+			return "", fmt.Errorf("%w: _meta key is a JSON %s, not a string", ledger.ErrInvalidKey, JSONKind(mv))
+		}
+		mk = s
+	}
+	if inArgs {
+		s, ok := av.(string)
+		if !ok {
+			return "", fmt.Errorf("%w: %s argument is a JSON %s, not a string", ledger.ErrInvalidKey, wire.ArgKey, JSONKind(av))
+		}
+		ak = s
+	}
+	key := mk
+	switch {
+	case !inMeta:
+		key = ak
+	case inArgs && mk != ak:
+		return "", fmt.Errorf("%w: _meta and the %s argument carry different keys", ledger.ErrInvalidKey, wire.ArgKey)
+	}
+	if err := ledger.ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// FenceOf reads the fencing token from _meta: absent is 0, else a
+// positive integer.
+func FenceOf(meta map[string]any) (int64, error) {
+	v, ok := meta[wire.MetaFence]
+	if !ok || v == nil {
+		return 0, nil
+	}
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case int64:
+		f = float64(n)
+	case int:
+		f = float64(n)
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return 0, fmt.Errorf("_meta[%q] is not a number", wire.MetaFence)
+		}
+	default:
+		return 0, fmt.Errorf("_meta[%q] is a JSON %s, not an integer", wire.MetaFence, JSONKind(v))
+	}
+	if f < 1 || f != float64(int64(f)) {
+		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", wire.MetaFence, f)
+	}
+	return int64(f), nil
+}
+
+// TraceParent splits a W3C traceparent ("00-<trace>-<span>-<flags>") from
+// _meta into its trace and span ids; anything malformed is ignored.
+func TraceParent(meta map[string]any) (trace, span string) {
+	s, ok := meta["traceparent"].(string)
+	if !ok {
+		return "", ""
+	}
+	parts := strings.Split(s, "-")
+	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
+		return "", ""
+	}
+	return parts[1], parts[2]
+}
