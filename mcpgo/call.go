@@ -70,7 +70,7 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 	}
 	k := &call{req: req, name: name, args: args, tool: c.tool(ctx, name), settings: c.opts.Tools.For(name)}
 	if c.readOnly(k) {
-		res, _, attempts, err, _ := c.send(ctx, k, 0, false)
+		res, _, attempts, err, _ := c.send(ctx, k, wire.Fence{}, false)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +161,7 @@ func (c *Client) exec(k *call, s *sending) ledger.Exec {
 			raw       json.RawMessage
 			maybeSent bool
 		)
-		s.res, raw, s.attempts, s.err, maybeSent = c.send(ctx, k, l.Fence, true)
+		s.res, raw, s.attempts, s.err, maybeSent = c.send(ctx, k, wire.Fence{Token: l.Fence, Scope: l.Scope}, true)
 		if s.err != nil {
 			s.rep = retry.Failure(s.err, maybeSent, s.attempts)
 		} else {

@@ -194,7 +194,7 @@ func newClient(store ledger.Store, opts *ClientOptions) *Client {
 		store: store,
 		lc: &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait,
 			Now: o.Now, Logger: log},
-		guard: &planner.Guard{Store: store, Window: o.Window, Now: o.Now},
+		guard: &planner.Guard{Store: store, Window: o.Window, Tools: o.Tools, Now: o.Now},
 		opts:  o,
 		log:   log,
 	}

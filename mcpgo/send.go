@@ -21,7 +21,7 @@ import (
 // error, the number of requests sent, and whether any of them may have
 // reached the tool. Errors are put in the terms package retry classifies
 // (go-sdk's), so both SDKs retry by the same rules.
-func (c *Client) send(ctx context.Context, k *call, fence int64, keyed bool) (res *mcp.CallToolResult, raw json.RawMessage, attempts int, err error, maybeSent bool) {
+func (c *Client) send(ctx context.Context, k *call, fence wire.Fence, keyed bool) (res *mcp.CallToolResult, raw json.RawMessage, attempts int, err error, maybeSent bool) {
 	err = retry.Do(ctx, c.opts.Retry, func(ctx context.Context, _ int) error {
 		mc := c.MCP()
 		if mc == nil {
@@ -82,7 +82,7 @@ func (a *answered) Unwrap() []error { return []error{a.rpc, a.mcpgo} }
 
 // request builds fresh params and a fresh _meta for one attempt: mcp-go
 // writes protocol fields into the request it is given.
-func (c *Client) request(k *call, fence int64, keyed bool) mcp.CallToolRequest {
+func (c *Client) request(k *call, fence wire.Fence, keyed bool) mcp.CallToolRequest {
 	fields := map[string]any{}
 	var progress mcp.ProgressToken
 	if m := k.req.Params.Meta; m != nil {
@@ -94,8 +94,9 @@ func (c *Client) request(k *call, fence int64, keyed bool) mcp.CallToolRequest {
 	var args any = k.args
 	if keyed {
 		fields[wire.MetaKey] = k.id.Key
-		if fence > 0 {
-			fields[wire.MetaFence] = fence
+		if fence.Token > 0 {
+			fields[wire.MetaFence] = fence.Token
+			fields[wire.MetaFenceScope] = fence.Scope
 		}
 		if declaresKeyArg(k.tool) {
 			args = withKeyArg(k.args, k.id.Key)

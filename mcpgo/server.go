@@ -135,8 +135,11 @@ func (g *Guard) Middleware() server.ToolHandlerMiddleware {
 // guarded reports whether calls of tool need a key: every tool but those
 // trusted configuration or the server's own annotation call read-only.
 func (g *Guard) guarded(ctx context.Context, tool string) bool {
-	if g.opts.Tools.For(tool).ReadOnly {
+	switch set := g.opts.Tools.For(tool); {
+	case set.ReadOnly:
 		return false
+	case set.Keyed:
+		return true
 	}
 	s := server.ServerFromContext(ctx)
 	if s == nil {
@@ -155,7 +158,7 @@ type gcall struct {
 	id       ledger.ID
 	claim    ledger.ClaimRequest
 	settings ledger.ToolSettings
-	fence    int64
+	fence    wire.Fence
 }
 
 func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -163,10 +166,8 @@ func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.C
 	if err != nil {
 		return nil, refuse(ctx, err)
 	}
-	if c.fence > 0 {
-		if seen := g.fences.See(c.id, c.fence); seen > c.fence {
-			return nil, refuse(ctx, op.StaleFence(c.id.Tool, c.id.Key, c.fence, seen))
-		}
+	if r := g.fences.Check(c.id, c.fence); r != nil {
+		return nil, refuse(ctx, r)
 	}
 	var (
 		reply    *mcp.CallToolResult
@@ -341,7 +342,7 @@ func KeyFromContext(ctx context.Context) (string, bool) { return op.KeyFromHandl
 
 // FenceFromContext returns the fencing token the client sent with the
 // guarded call a handler runs (0 when none).
-func FenceFromContext(ctx context.Context) (int64, bool) { return op.FenceFromHandler(ctx) }
+func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return op.FenceFromHandler(ctx) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -1,6 +1,8 @@
 package op
 
 import (
+	"github.com/mcpledger/mcpledger/wire"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -60,13 +62,13 @@ func NewKey(ctx context.Context) bool {
 // lease is what a handler may know of the guarded call it runs.
 type lease struct {
 	key   string
-	fence int64
+	fence wire.Fence
 }
 
 // WithHandler marks ctx as that of a guarded call with key and fence
 // (0: the client sent none); the server middleware of each SDK sets it
 // before the tool handler runs.
-func WithHandler(ctx context.Context, key string, fence int64) context.Context {
+func WithHandler(ctx context.Context, key string, fence wire.Fence) context.Context {
 	return context.WithValue(ctx, leaseCtx, lease{key: key, fence: fence})
 }
 
@@ -79,9 +81,10 @@ func KeyFromHandler(ctx context.Context) (string, bool) {
 }
 
 // FenceFromHandler returns the fencing token the client sent with the
-// guarded call a handler is running (0 when it sent none). It reports
-// false outside a guarded call.
-func FenceFromHandler(ctx context.Context) (int64, bool) {
+// guarded call a handler is running (Token 0 when it sent none), so a
+// downstream write can be made conditional on it (outbox.Fence). It
+// reports false outside a guarded call.
+func FenceFromHandler(ctx context.Context) (wire.Fence, bool) {
 	l, ok := ctx.Value(leaseCtx).(lease)
 	return l.fence, ok
 }

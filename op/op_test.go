@@ -112,11 +112,11 @@ func Example() {
 	key, ok := op.Key(ctx)
 	fmt.Println(key, ok)
 
-	h := op.WithHandler(context.Background(), "order-1042", 7)
+	h := op.WithHandler(context.Background(), "order-1042", wire.Fence{Token: 7, Scope: "l1"})
 	key, _ = op.KeyFromHandler(h)
 	fence, _ := op.FenceFromHandler(h)
-	fmt.Println(key, fence)
+	fmt.Println(key, fence.Token, fence.Scope)
 	// Output:
 	// order-1042 true
-	// order-1042 7
+	// order-1042 7 l1
 }

@@ -56,13 +56,19 @@ func KeyOf(meta, args map[string]any) (string, error) {
 	return key, nil
 }
 
-// FenceOf reads the fencing token from _meta: absent is 0, else a
-// positive integer.
-func FenceOf(meta map[string]any) (int64, error) {
+// FenceOf reads the fencing token and its scope from _meta: an absent
+// token is 0, else a positive integer.
+func FenceOf(meta map[string]any) (wire.Fence, error) {
 	v, ok := meta[wire.MetaFence]
 	if !ok || v == nil {
-		return 0, nil
+		return wire.Fence{}, nil
 	}
+	scope, _ := meta[wire.MetaFenceScope].(string)
+	token, err := fenceToken(v)
+	return wire.Fence{Token: token, Scope: scope}, err
+}
+
+func fenceToken(v any) (int64, error) {
 	var f float64
 	switch n := v.(type) {
 	case float64:

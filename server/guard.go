@@ -2,13 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
-	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -21,7 +19,7 @@ type Guard struct {
 	opts  Options
 	tel   *telemetry.Telemetry
 	// fences holds the highest fencing token seen per key.
-	fences fenceBook
+	fences op.FenceBook
 
 	// schemas maps *mcp.Tool to *schemaEntry. Tools are immutable once
 	// registered, so a pointer identifies one schema; a replaced tool gets a
@@ -155,17 +153,14 @@ func (g *Guard) run(ctx context.Context, next mcp.MethodHandler, req *mcp.CallTo
 	return replay(rec)
 }
 
-// checkFence refuses a request whose fencing token is lower than one this
-// server already saw for the key: its sender lost the key to a newer owner.
-// The highest tokens live in memory, bounded; a restart forgets them, and
-// the key's record still answers every repeat.
+// checkFence refuses a request whose fencing token is stale: lower than
+// one this server already saw for the key in the same scope, so its sender
+// lost the key to a newer owner. The newest tokens live in memory,
+// bounded; a restart forgets them, and the key's record still answers
+// every repeat.
 func (g *Guard) checkFence(c *call) error {
-	if c.fence.Token <= 0 {
-		return nil
-	}
-	if seen := g.fences.see(c.id, c.fence); c.fence.Stale(seen) {
-		return wireError(wire.CodeInProgress, wire.ReasonStaleFence, c.id.Key, "",
-			fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", c.id.Tool, c.fence.Token, seen.Token), 0)
+	if r := g.fences.Check(c.id, c.fence); r != nil {
+		return refusal(r)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		return nil, wireError(codeKeyRequired, reason, "", "",
 			fmt.Sprintf("tool %q: %v; %s", p.Name, err, keyHelp), 0)
 	}
-	fence, err := callFence(p.Meta)
+	fence, err := op.FenceOf(p.Meta)
 	if err != nil {
 		return nil, wireError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, key, "", fmt.Sprintf("tool %q: %v", p.Name, err), 0)
 	}
@@ -96,41 +96,6 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		c.traceID, c.spanID = traceParent(p.Meta)
 	}
 	return c, nil
-}
-
-// callFence reads the fencing token and its scope from _meta: absent is
-// token 0, else a positive integer.
-func callFence(meta mcp.Meta) (wire.Fence, error) {
-	v, ok := meta[wire.MetaFence]
-	if !ok || v == nil {
-		return wire.Fence{}, nil
-	}
-	scope, _ := meta[wire.MetaFenceScope].(string)
-	token, err := fenceToken(v)
-	return wire.Fence{Token: token, Scope: scope}, err
-}
-
-func fenceToken(v any) (int64, error) {
-	var f float64
-	switch n := v.(type) {
-	case float64:
-		f = n
-	case int64:
-		f = float64(n)
-	case int:
-		f = float64(n)
-	case json.Number:
-		var err error
-		if f, err = n.Float64(); err != nil {
-			return 0, fmt.Errorf("_meta[%q] is not a number", wire.MetaFence)
-		}
-	default:
-		return 0, fmt.Errorf("_meta[%q] is a JSON %s, not an integer", wire.MetaFence, jsonKind(v))
-	}
-	if f < 1 || f != float64(int64(f)) {
-		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", wire.MetaFence, f)
-	}
-	return int64(f), nil
 }
 
 // lookup finds a tool by name through the rest of the handler chain. go-sdk
