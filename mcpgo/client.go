@@ -35,10 +35,9 @@ type ClientOptions struct {
 	// off when negative), for every tool.
 	Window time.Duration
 	// Tools holds per-tool settings: Idempotent tools may be re-sent after
-	// an ambiguous failure, ReadOnly tools bypass the ledger, Exclude,
-	// Retention, Reuse and Compact shape the record. (Window per tool is
-	// not read yet: the planner's guard takes per-tool windows in a form
-	// that is changing.)
+	// an ambiguous failure, ReadOnly tools bypass the ledger, Window
+	// overrides the re-planning window, Exclude, Retention, Reuse and
+	// Compact shape the record.
 	Tools ledger.Tools
 	// TrustedServer makes the server's tool annotations count (readOnlyHint
 	// bypasses the ledger, idempotentHint allows ambiguous retries).
