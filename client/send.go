@@ -125,7 +125,7 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 		}
 		attempts++
 		telemetry.CallFrom(ctx).SetSession(sessionOf(s))
-		p := c.params(op, keyed)
+		p := c.params(s, op, keyed)
 		telemetry.Inject(ctx, p.Meta)
 		r, callErr := s.CallTool(actx, p)
 		cancel()
@@ -167,20 +167,21 @@ func deadSession(err error) bool {
 // writes protocol fields into the map it is given. The arguments go out as
 // the JSON they were fingerprinted from, decoded only to add the key
 // argument when the tool declares one.
-func (c *Client) params(op *operation, keyed bool) *mcp.CallToolParams {
+func (c *Client) params(s *mcp.ClientSession, op *operation, keyed bool) *mcp.CallToolParams {
 	meta := make(mcp.Meta, len(op.params.Meta)+1)
 	for k, v := range op.params.Meta {
 		meta[k] = v
 	}
 	var args any = op.args
 	if keyed {
-		meta[wire.MetaKey] = op.id.Key
+		key := wireKey(s, op.id)
+		meta[wire.MetaKey] = key
 		if op.fence.Token > 0 {
 			meta[wire.MetaFence] = op.fence.Token
 			meta[wire.MetaFenceScope] = op.fence.Scope
 		}
 		if c.declaresKeyArg(op.tool) {
-			args = withKeyArg(op.args, op.id.Key)
+			args = withKeyArg(op.args, key)
 		}
 	}
 	return &mcp.CallToolParams{Meta: meta, Name: op.name, Arguments: args}
@@ -273,7 +274,7 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	for k, v := range p.Meta {
 		meta[k] = v
 	}
-	meta[wire.MetaKey] = key
+	meta[wire.MetaKey] = wireKey(s, ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name, Key: key})
 	telemetry.Inject(ctx, meta)
 	cp := &mcp.CallToolParams{Meta: meta, Name: p.Name, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	res, err := s.CallTool(ctx, cp)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/mcpledger/mcpledger/wire"
 	"maps"
 	"time"
 
@@ -47,7 +48,13 @@ func (g *Guard) advertise(res mcp.Result) {
 	if exp == nil {
 		exp = make(map[string]any, 1)
 	}
-	exp[CapabilityName] = capabilityValue(g.opts.Retention)
+	v := capabilityValue(g.opts.Retention)
+	if g.opts.Tenant != nil {
+		// Keys are kept per tenant, taken from the authenticated request:
+		// a client need not make its tenants' keys distinct itself.
+		v[wire.CapabilityTenants] = true
+	}
+	exp[CapabilityName] = v
 	c.Experimental = exp
 	*caps = c
 }

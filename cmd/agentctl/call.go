@@ -71,6 +71,7 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 		}),
 	}
 	f.up.flags(c)
+	f.up.getenv = a.getenv
 	fl := c.Flags()
 	fl.StringVar(&f.session, "session", "", "the agent `SESSION` (default: MCPLEDGER_SESSION, else this shell's)")
 	fl.StringVar(&f.key, "key", "", "the operation's idempotency `KEY`: 1-255 bytes of [A-Za-z0-9._:~-]")

@@ -9,9 +9,9 @@ import (
 
 // startPaymentsHTTP runs the payments example on streamable HTTP and
 // returns its URL; it stops when the test ends.
-func (e *e2e) startPaymentsHTTP() string {
+func (e *e2e) startPaymentsHTTP(extra ...string) string {
 	e.t.Helper()
-	cmd := exec.Command(e.payments, "-db", e.payDB, "-http", "127.0.0.1:0")
+	cmd := exec.Command(e.payments, append([]string{"-db", e.payDB, "-http", "127.0.0.1:0"}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		e.t.Fatal(err)

@@ -28,7 +28,8 @@ type proxyFlags struct {
 	policy      string
 	session     string
 	url         string
-	command     []string // the words after --
+	headers     headerFlags // for --url
+	command     []string    // the words after --
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -79,6 +80,7 @@ A host configures it in place of the server it wraps, for example:
 	fl.StringVar(&f.policy, "policy", a.env("MCPLEDGER_POLICY", ""), "the confirmation policy `FILE` (env MCPLEDGER_POLICY; default: built-in rules)")
 	fl.StringVar(&f.session, "session", "", "the agent `SESSION` of the records, shared by every host session (default: MCPLEDGER_SESSION; else over stdio this shell's, and with --listen each host session its own)")
 	fl.StringVar(&f.url, "url", "", "the upstream MCP server's streamable HTTP endpoint `URL`")
+	fl.Var(&f.headers, "header", "an HTTP header for --url, as 'Name: value'; the value may be $VAR (from the environment) or @FILE (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, on loopback (e.g. 127.0.0.1:9464)")
 	return c
 }
@@ -160,18 +162,22 @@ func (a *app) proxyTransport(f *proxyFlags) (tr proxy.TransportFunc, label, fix 
 	switch {
 	case f.url == "" && len(f.command) == 0:
 		return nil, "", "", exitf(exitUsage, "name the MCP server: agentctl proxy -- CMD ARGS (stdio), or agentctl proxy --url URL (streamable HTTP)")
+	case len(f.headers) > 0 && f.url == "":
+		return nil, "", "", exitf(exitUsage, "--header is for --url; an upstream started after -- takes no HTTP headers")
 	case f.url != "" && len(f.command) > 0:
 		return nil, "", "", exitf(exitUsage, "--url and a command after -- both name a server; pass one of them")
 	case f.url != "":
 		// The same checks as --url of call and tools.
-		if err := (&upstream{url: f.url}).check(); err != nil {
+		up := &upstream{url: f.url, headers: f.headers, getenv: a.getenv}
+		if err := up.check(); err != nil {
 			return nil, "", "", err
 		}
+		hc := withHeaders(up.hdr)
 		return func(context.Context) (mcp.Transport, error) {
 			// The standalone SSE stream stays on: it carries the
 			// upstream's notifications outside calls (list changes,
 			// resource updates) for as long as the proxy runs.
-			return &mcp.StreamableClientTransport{Endpoint: f.url}, nil
+			return &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc}, nil
 		}, f.url, "check that it runs and --url is right", nil
 	}
 	words := f.command

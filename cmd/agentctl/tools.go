@@ -58,6 +58,7 @@ func newToolsCmd(a *app) *cobra.Command {
 		}),
 	}
 	up.flags(c)
+	up.getenv = a.getenv
 	a.policyFlag(c, &policy)
 	return c
 }

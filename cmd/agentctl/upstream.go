@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -21,13 +23,18 @@ const connectTimeout = 2 * time.Minute
 
 // upstream is where tools and call find the MCP server.
 type upstream struct {
-	server string // a command line, run with stdio
-	url    string // a streamable HTTP endpoint
+	server  string      // a command line, run with stdio
+	url     string      // a streamable HTTP endpoint
+	headers headerFlags // --header values for url
+	getenv  func(string) string
+
+	hdr http.Header // headers, resolved by check
 }
 
 func (u *upstream) flags(c *cobra.Command) {
 	c.Flags().StringVar(&u.server, "server", "", "the MCP server to run over stdio, as one quoted `'CMD ARGS'`")
 	c.Flags().StringVar(&u.url, "url", "", "the MCP server's streamable HTTP endpoint `URL`")
+	c.Flags().Var(&u.headers, "header", "an HTTP header for --url, as 'Name: value'; the value may be $VAR (from the environment) or @FILE, for a token that must not stand on the command line (repeatable)")
 }
 
 // check validates the flags before anything is opened or started.
@@ -37,7 +44,18 @@ func (u *upstream) check() error {
 		return exitf(exitUsage, "name the MCP server with --server 'CMD ARGS' (stdio) or --url URL (streamable HTTP)")
 	case u.server != "" && u.url != "":
 		return exitf(exitUsage, "--server and --url both name a server; pass one of them")
+	case u.server != "" && len(u.headers) > 0:
+		return exitf(exitUsage, "--header is for --url; a --server over stdio takes no HTTP headers")
 	case u.url != "":
+		getenv := u.getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		h, err := u.headers.headers(getenv)
+		if err != nil {
+			return err
+		}
+		u.hdr = h
 		p, err := url.Parse(u.url)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return exitf(exitUsage, "--url %q: want an http:// or https:// endpoint", u.url)
@@ -70,7 +88,7 @@ func (u *upstream) connect(ctx context.Context, opts *mcp.ClientOptions) (*mcp.C
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if u.url != "" {
-		t := &mcp.StreamableClientTransport{Endpoint: u.url, MaxRetries: -1, DisableStandaloneSSE: true}
+		t := &mcp.StreamableClientTransport{Endpoint: u.url, HTTPClient: withHeaders(u.hdr), MaxRetries: -1, DisableStandaloneSSE: true}
 		cs, err := client.Connect(ctx, t, nil)
 		if err != nil {
 			return nil, exitf(exitUnreachable, "cannot reach the MCP server at %s: %v; check that it runs and --url is right", u.url, err)

@@ -51,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.InProgressWait, "wait", 0, "how long a duplicate waits for a running call before -31002 (default 5s)")
 	fs.Int64Var(&cfg.DailyLimitCents, "limit", payments.DefaultDailyLimitCents, "most one payee may receive in 24h, in cents")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	tokens := fs.String("tokens", "", "with -http: a file of bearer tokens, one 'TOKEN TENANT' a line; only requests with one are served, each as its token's tenant")
+	tenant := fs.String("tenant", "", "with -count: the tenant the key belongs to (with -tokens)")
 	fault := fs.String("fault", os.Getenv(payments.FaultEnv), "fault hooks, point=action[,...] (see package payments)")
 	count := fs.String("count", "", "print what the downstream saw for this idempotency key as JSON, and exit")
 	reconcile := fs.String("reconcile", "", "settle the UNKNOWN create_payment of this key from the payments table, and exit")
@@ -63,6 +65,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.Faults, cfg.FaultWriter = faults, stderr
+	if *tokens != "" {
+		if *httpAddr == "" && *count == "" {
+			return errors.New("-tokens needs -http: a stdio server has no bearer tokens to check")
+		}
+		if cfg.Tokens, err = payments.LoadTokens(*tokens); err != nil {
+			return err
+		}
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -79,11 +89,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	switch {
 	case *count != "":
-		c, err := app.Downstream().Count(ctx, *count)
+		key := payments.PaymentKey(*tenant, *count)
+		c, err := app.Downstream().Count(ctx, key)
 		if err != nil {
 			return err
 		}
-		n, err := app.Payments(ctx, *count)
+		n, err := app.Payments(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -123,7 +134,7 @@ func serveHTTP(ctx context.Context, app *payments.App, addr string, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return app.Server() }, nil)
+	h := app.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return app.Server() }, nil))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "payments: listening on http://%s/\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -29,6 +29,11 @@ const DefaultDailyLimitCents = 1_000_000
 type Config struct {
 	// DB is the payments database (SQLite file).
 	DB string
+	// Tokens maps bearer tokens to tenants (see LoadTokens). When set, the
+	// server is served only with a valid token (HTTPHandler), every call's
+	// tenant is its token's, and keys are kept per tenant end to end: the
+	// guard's ledger and the payments table.
+	Tokens map[string]string
 	// Ledger is the idempotency ledger: a SQLite file (default: DB with
 	// ".ledger.db" in place of ".db", beside it) or a postgres:// URL that
 	// several replicas share.
@@ -117,7 +122,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if a.down, err = OpenDownstream(ctx, cfg.Downstream); err != nil {
 		return nil, err
 	}
+	var tenant func(context.Context, *mcp.CallToolRequest) (string, error)
+	if len(cfg.Tokens) > 0 {
+		tenant = server.TenantFromToken
+	}
 	a.guard = server.New(a.ledger, &server.Options{
+		Tenant:         tenant,
 		Lease:          cfg.Lease,
 		Retention:      cfg.Retention,
 		InProgressWait: cfg.InProgressWait,

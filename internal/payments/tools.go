@@ -94,10 +94,18 @@ func createSchema() *jsonschema.Schema {
 // ErrLimit: the payment would take the payee over the daily limit.
 var ErrLimit = errors.New("payments: daily limit exceeded")
 
-func (a *App) createPayment(ctx context.Context, _ *mcp.CallToolRequest, in CreateIn) (*mcp.CallToolResult, Payment, error) {
+func (a *App) createPayment(ctx context.Context, req *mcp.CallToolRequest, in CreateIn) (*mcp.CallToolResult, Payment, error) {
 	// The guard's key doubles as the payment's own unique key (an
-	// end-to-end key): even a second execution could not pay twice.
+	// end-to-end key): even a second execution could not pay twice. It is
+	// the tenant's key: two tenants' equal keys are two payments.
 	key, _ := server.KeyFromContext(ctx)
+	if key != "" && len(a.cfg.Tokens) > 0 {
+		tenant, err := server.TenantFromToken(ctx, req)
+		if err != nil {
+			return nil, Payment{}, err
+		}
+		key = PaymentKey(tenant, key)
+	}
 	p, err := a.insertPayment(ctx, key, in)
 	if err != nil {
 		return nil, Payment{}, err

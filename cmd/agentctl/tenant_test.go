@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// paymentsOf counts tenant's payments for key at the payments example.
+func (e *e2e) paymentsOf(tenant, key string) int {
+	e.t.Helper()
+	out, err := exec.Command(e.payments, "-db", e.payDB, "-count", key, "-tenant", tenant).Output()
+	if err != nil {
+		e.t.Fatalf("payments -count %s -tenant %s: %v", key, tenant, err)
+	}
+	var c struct {
+		Payments int `json:"payments"`
+	}
+	if err := json.Unmarshal(out, &c); err != nil {
+		e.t.Fatalf("payments -count: %v (%s)", err, out)
+	}
+	return c.Payments
+}
+
+// Three tenants call one key-aware payments server with bearer tokens,
+// with the same key. The server takes each call's tenant from its token:
+// tenant c, with tenant a's arguments, gets a payment of its own, not a's;
+// tenant b, with other arguments, is not told that a's key exists. The
+// token is sent from the environment and shows in no output.
+func TestTenantsEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	tokens := filepath.Join(e.dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("# token tenant\ntok-aaaa-1 a\ntok-bbbb-2 b\ntok-cccc-3 c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := e.startPaymentsHTTP("-tokens", tokens)
+	call := func(tenant, token string, args ...string) outcome {
+		t.Helper()
+		env := []string{"PAY_TOKEN=" + token}
+		return e.runEnv(nil, env, append([]string{"--json", "--tenant", tenant, "call", "--url", url,
+			"--header", "Authorization: Bearer $PAY_TOKEN", "--yes", "--key", "order-7"}, args...)...)
+	}
+	paymentID := func(o outcome) string {
+		t.Helper()
+		var c callJSON
+		if err := json.Unmarshal([]byte(o.stdout), &c); err != nil || c.Result == nil {
+			t.Fatalf("call --json = %q: %v", o.stdout, err)
+		}
+		b, err := json.Marshal(c.Result.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			PaymentID string `json:"payment_id"`
+		}
+		if err := json.Unmarshal(b, &p); err != nil || p.PaymentID == "" {
+			t.Fatalf("no payment id in %s: %v", b, err)
+		}
+		return p.PaymentID
+	}
+
+	a := call("a", "tok-aaaa-1", pay...)
+	if a.code != exitOK {
+		t.Fatalf("tenant a: exit %d\nstdout %s\nstderr %s", a.code, a.stdout, a.stderr)
+	}
+	c := call("c", "tok-cccc-3", pay...)
+	c.wantExit(t, exitOK)
+	if pa, pc := paymentID(a), paymentID(c); pa == pc {
+		t.Fatalf("tenant c got tenant a's payment %s", pa)
+	}
+	b := call("b", "tok-bbbb-2", "create_payment", "amount_cents=99", "currency=EUR", "payee=other")
+	b.wantExit(t, exitOK)
+	for _, o := range []outcome{a, b, c} {
+		if strings.Contains(o.stdout+o.stderr, "tok-") {
+			t.Errorf("a token shows in the output: %q %q", o.stdout, o.stderr)
+		}
+	}
+	// Tenant c's repeat is its own replay.
+	again := call("c", "tok-cccc-3", pay...)
+	again.wantExit(t, exitOK)
+	if paymentID(again) != paymentID(c) {
+		t.Errorf("tenant c's repeat = %s; want its own payment %s", paymentID(again), paymentID(c))
+	}
+	for _, tenant := range []string{"a", "b", "c"} {
+		if n := e.paymentsOf(tenant, "order-7"); n != 1 {
+			t.Errorf("payments of tenant %s for order-7 = %d; want 1", tenant, n)
+		}
+	}
+	// Without a token the server serves nothing.
+	e.run(nil, "call", "--url", url, "--yes", "--key", "order-8", pay[0], pay[1], pay[2], pay[3]).wantExit(t, exitUnreachable)
+}
