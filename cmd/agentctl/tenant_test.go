@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // paymentsOf counts tenant's payments for key at the payments example.
@@ -91,4 +94,41 @@ func TestTenantsEndToEnd(t *testing.T) {
 	}
 	// Without a token the server serves nothing.
 	e.run(nil, "call", "--url", url, "--yes", "--key", "order-8", pay[0], pay[1], pay[2], pay[3]).wantExit(t, exitUnreachable)
+}
+
+// The same through agentctl proxy: two tenants' proxies in front of one
+// payments server with tokens; the hosts send the same key in _meta. Each
+// tenant gets its own payment, and a repeat is its own tenant's replay.
+func TestTenantsThroughTheProxy(t *testing.T) {
+	e := newE2E(t)
+	tokens := filepath.Join(e.dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("tok-aaaa-1 a\ntok-cccc-3 c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := e.startPaymentsHTTP("-tokens", tokens)
+	pays := map[string]string{}
+	for _, tc := range []struct{ tenant, token string }{{"a", "tok-aaaa-1"}, {"c", "tok-cccc-3"}} {
+		env := proxyEnv(t, "PAY_TOKEN="+tc.token, "MCPLEDGER_TENANT="+tc.tenant)
+		cs, _ := connectStdioHost(t, env, elicitAnswer("approve_once"), "--url", url, "--header", "Authorization: Bearer $PAY_TOKEN")
+		for range 2 {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_payment", Arguments: payArgs,
+				Meta: mcp.Meta{"io.github.mcpledger/idempotency-key": "order-7"}})
+			if err != nil || res.IsError {
+				t.Fatalf("tenant %s: create_payment = %v, %v", tc.tenant, res, err)
+			}
+			text := proxyResultText(res)
+			if prev, ok := pays[tc.tenant]; ok && prev != text {
+				t.Fatalf("tenant %s's repeat = %q; want its first answer %q", tc.tenant, text, prev)
+			}
+			pays[tc.tenant] = text
+		}
+	}
+	if pays["a"] == pays["c"] {
+		t.Fatalf("both tenants got %q; want a payment each", pays["a"])
+	}
+	for _, tenant := range []string{"a", "c"} {
+		if n := e.paymentsOf(tenant, "order-7"); n != 1 {
+			t.Errorf("payments of tenant %s for order-7 = %d; want 1", tenant, n)
+		}
+	}
 }
