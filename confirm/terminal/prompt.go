@@ -43,6 +43,9 @@ type Prompt struct {
 	// User names who answers in Answer.By ("terminal:USER"); the login
 	// name when empty.
 	User string
+	// Width is the number of columns the summary is wrapped to, at word
+	// boundaries (the terminal's width when zero, else 80).
+	Width int
 
 	once sync.Once
 	turn chan struct{} // holds a token while a prompt is on screen
@@ -132,7 +135,7 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 		lines = &lineReader{r: bufio.NewReader(in)}
 		in = lines
 	}
-	if _, err := fmt.Fprint(out, "\n"+req.Summary()); err != nil {
+	if _, err := fmt.Fprint(out, "\n"+wrap(req.Summary(), t.width(out))); err != nil {
 		return confirm.Answer{}, fmt.Errorf("terminal: writing to the terminal: %w", err)
 	}
 	by := "terminal:" + t.user()
