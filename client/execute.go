@@ -17,7 +17,10 @@ import (
 func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 	s := c.Session()
 	verdict := c.opts.Policy.Decide(confirm.Tool{Name: op.name, Server: c.serverName(s), Annotations: annotations(op)})
-	ask := verdict == confirm.Ask
+	if verdict == confirm.Ask && !c.canAsk(ctx) && c.opts.Policy.QueuesUnasked() {
+		verdict = confirm.Queue
+	}
+	ask := verdict == confirm.Ask || verdict == confirm.Queue
 	if ask {
 		ok, err := c.sessionApproved(ctx, op)
 		if err != nil {
@@ -40,6 +43,9 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		ReusePolicy:   c.opts.Tools.For(op.name).Reuse,
 		TraceID:       traceID,
 		SpanID:        spanID,
+	}
+	if ask && verdict == confirm.Queue {
+		return c.enqueue(ctx, op, req)
 	}
 	var rec *ledger.Record
 	for range 3 {
@@ -93,7 +99,7 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 		case ans.Decision == ledger.DecisionDenied:
 			rep = ledger.Report{On: ledger.OnDeny, ErrorKind: "denied", ErrorMessage: ans.Reason, Approval: ans.Approval(c.opts.Now())}
 		default:
-			rep = ledger.Report{On: ledger.OnApprove, Approval: ans.Approval(c.opts.Now())}
+			rep = ledger.Report{On: ledger.OnApprove, Approval: c.bind(op, ans.Approval(c.opts.Now()))}
 		}
 	}
 	after, err := c.lc.Settle(ctx, l, ledger.StatePendingApproval, rep)
@@ -156,7 +162,7 @@ func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, erro
 			return false, fmt.Errorf("client: session approvals: %w", err)
 		}
 		for _, r := range page.Records {
-			if r.Approval != nil && r.Approval.Decision == ledger.DecisionApprovedSession {
+			if c.standing(r.Approval) {
 				return true, nil
 			}
 		}
