@@ -29,6 +29,7 @@ type callFlags struct {
 	yes     bool
 	args    string
 	policy  string
+	wait    time.Duration
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -67,6 +68,7 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	fl.BoolVar(&f.yes, "yes", false, "approve a call that needs confirmation")
 	fl.StringVar(&f.args, "args", "", "the arguments as one `JSON` object, or @FILE holding one")
 	a.policyFlag(c, &f.policy)
+	fl.DurationVar(&f.wait, "wait", 0, "when the call is queued for approval, wait up to `DURATION` for a person's decision")
 	return c
 }
 
@@ -105,6 +107,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		Session:   f.session,
 		Policy:    policy,
 		Confirmer: a.confirmer(f.yes),
+		Requester: a.who(),
 	})
 	if err != nil {
 		return withCode(exitUnreachable, err)
@@ -129,7 +132,11 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	case f.newKey:
 		ctx = client.WithNewKey(ctx)
 	}
-	out, err := cl.Call(ctx, &mcp.CallToolParams{Name: toolName, Arguments: args})
+	params := &mcp.CallToolParams{Name: toolName, Arguments: args}
+	out, err := cl.Call(ctx, params)
+	if f.wait > 0 && errors.Is(err, client.ErrAwaitingApproval) {
+		out, err = waitApproval(ctx, cl, params, f.wait, err)
+	}
 	if err != nil {
 		return a.callError(ctx, toolName, f, err)
 	}
@@ -259,6 +266,8 @@ func (a *app) callError(ctx context.Context, tool string, f *callFlags, err erro
 		return exitf(exitUsage, "the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
 	case errors.Is(err, client.ErrDenied), state == ledger.StateDenied:
 		return a.deniedError(ctx, tool, key)
+	case errors.Is(err, client.ErrAwaitingApproval):
+		return a.awaitingError(tool, key, err)
 	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
 		return exitf(exitUnknown, "the outcome of %s%s is unknown: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
 	case errors.Is(err, ledger.ErrInProgress), state.Waiting():
