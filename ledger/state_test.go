@@ -8,24 +8,26 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// legal is the state diagram of DESIGN.md written out edge by edge; every
+// legal is the state diagram of DESIGN.md written out edge by edge, the
+// claims left out (they are decided by Store.Claim, not Transition); every
 // pair not listed here must be refused.
 var legal = map[[2]ledger.State]bool{
 	{ledger.StatePendingApproval, ledger.StateProcessing}: true, // approve
 	{ledger.StatePendingApproval, ledger.StateDenied}:     true, // deny
+	{ledger.StatePendingApproval, ledger.StateRejected}:   true, // no answer, approval expired, owner dead
 	{ledger.StateProcessing, ledger.StateSucceeded}:       true, // ok
 	{ledger.StateProcessing, ledger.StateFailed}:          true, // tool error
 	{ledger.StateProcessing, ledger.StateRetryable}:       true, // not sent
-	{ledger.StateProcessing, ledger.StateUnknown}:         true, // ambiguous or lease expired
-	{ledger.StateRetryable, ledger.StateProcessing}:       true, // claim again
-	{ledger.StateUnknown, ledger.StateSucceeded}:          true, // reconcile
-	{ledger.StateUnknown, ledger.StateFailed}:             true, // reconcile
+	{ledger.StateProcessing, ledger.StateRejected}:        true, // refused before the tool ran
+	{ledger.StateProcessing, ledger.StateUnknown}:         true, // ambiguous, lease expired, owner dead
+	{ledger.StateUnknown, ledger.StateSucceeded}:          true, // reconcile, or the fenced late result
+	{ledger.StateUnknown, ledger.StateFailed}:             true, // reconcile, or the fenced late result
 	{ledger.StateUnknown, ledger.StateProcessing}:         true, // re-send to a key-aware server
 }
 
 func TestCheckTransitionEveryPair(t *testing.T) {
-	if len(ledger.States) != 7 {
-		t.Fatalf("len(States) = %d; want 7", len(ledger.States))
+	if len(ledger.States) != 8 {
+		t.Fatalf("len(States) = %d; want 8", len(ledger.States))
 	}
 	for _, from := range ledger.States {
 		for _, to := range ledger.States {
@@ -54,20 +56,24 @@ func TestCheckTransitionEveryPair(t *testing.T) {
 
 func TestStatePredicates(t *testing.T) {
 	cases := []struct {
-		state                          ledger.State
-		valid, final, settled, waiting bool
+		state                                       ledger.State
+		valid, final, settled, waiting, reclaimable bool
 	}{
-		{ledger.StatePendingApproval, true, false, false, true},
-		{ledger.StateProcessing, true, false, false, true},
-		{ledger.StateSucceeded, true, true, true, false},
-		{ledger.StateFailed, true, true, true, false},
-		{ledger.StateRetryable, true, false, true, false},
-		{ledger.StateUnknown, true, false, false, false},
-		{ledger.StateDenied, true, true, true, false},
-		{"", false, false, false, false},
-		{"succeeded", false, false, false, false},
+		{ledger.StatePendingApproval, true, false, false, true, false},
+		{ledger.StateProcessing, true, false, false, true, false},
+		{ledger.StateSucceeded, true, true, true, false, false},
+		{ledger.StateFailed, true, true, true, false, false},
+		{ledger.StateRetryable, true, false, true, false, true},
+		{ledger.StateRejected, true, false, true, false, true},
+		{ledger.StateUnknown, true, false, false, false, false},
+		{ledger.StateDenied, true, true, true, false, false},
+		{"", false, false, false, false, false},
+		{"succeeded", false, false, false, false, false},
+		{"rejected", false, false, false, false, false},
 	}
+	seen := map[ledger.State]bool{}
 	for _, tc := range cases {
+		seen[tc.state] = true
 		t.Run(string(tc.state), func(t *testing.T) {
 			s := tc.state
 			if got := s.Valid(); got != tc.valid {
@@ -82,7 +88,15 @@ func TestStatePredicates(t *testing.T) {
 			if got := s.Waiting(); got != tc.waiting {
 				t.Errorf("%q.Waiting() = %v; want %v", s, got, tc.waiting)
 			}
+			if got := s.Reclaimable(); got != tc.reclaimable {
+				t.Errorf("%q.Reclaimable() = %v; want %v", s, got, tc.reclaimable)
+			}
 		})
+	}
+	for _, s := range ledger.States {
+		if !seen[s] {
+			t.Errorf("state %s has no case here", s)
+		}
 	}
 }
 
@@ -97,6 +111,7 @@ func TestParseState(t *testing.T) {
 		{in: "Pending_Approval", want: ledger.StatePendingApproval},
 		{in: "unknown", want: ledger.StateUnknown},
 		{in: "retryable", want: ledger.StateRetryable},
+		{in: "Rejected", want: ledger.StateRejected},
 		{in: "", wantErr: true},
 		{in: "SUCCEEDED ", wantErr: true},
 		{in: "pending-approval", wantErr: true},

@@ -23,7 +23,7 @@ func testClaim(t *testing.T, newStore NewStore) {
 		now := e.clock.Now()
 		want := &ledger.Record{
 			ID: r.ID, Session: r.Session, Fingerprint: r.Fingerprint, Arguments: r.Arguments,
-			State: ledger.StateProcessing, Owner: "owner-1", LeaseUntil: now.Add(45 * time.Second),
+			State: ledger.StateProcessing, Fence: 1, Owner: "owner-1", LeaseUntil: now.Add(45 * time.Second),
 			TraceID: r.TraceID, SpanID: r.SpanID, ReusePolicy: ledger.Reexecute,
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(2 * time.Hour),
 		}
@@ -54,9 +54,15 @@ func testClaim(t *testing.T, newStore NewStore) {
 		e := newEnv(t, newStore)
 		r := req("k1", "owner-1")
 		r.NeedsApproval = true
+		r.Lease = 30 * time.Second
 		got := e.mustClaim(r)
-		if got.State != ledger.StatePendingApproval || !got.LeaseUntil.IsZero() {
-			t.Errorf("Claim(NeedsApproval) = %s lease %v; want %s without a lease", got.State, got.LeaseUntil, ledger.StatePendingApproval)
+		now := e.clock.Now()
+		if got.State != ledger.StatePendingApproval || got.Owner != "owner-1" || got.Fence != 1 || !got.LeaseUntil.Equal(now.Add(30*time.Second)) {
+			t.Errorf("Claim(NeedsApproval) = %s owner %q fence %d lease %v; want %s leased by owner-1 at fence 1 until %v",
+				got.State, got.Owner, got.Fence, got.LeaseUntil, ledger.StatePendingApproval, now.Add(30*time.Second))
+		}
+		if d := diff(e.mustGet(r.ID), got); d != "" {
+			t.Errorf("Get(%q) after Claim(NeedsApproval): %s", r.Key, d)
 		}
 		c, err := e.st.Claim(e.ctx, req("k1", "owner-2"))
 		if err != nil || c.Won || c.Record.State != ledger.StatePendingApproval {
@@ -76,7 +82,7 @@ func testClaim(t *testing.T, newStore NewStore) {
 			t.Errorf("follower's record differs from the winner's: %s", d)
 		}
 		done := e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateSucceeded,
-			Owner: "owner-1", Result: json.RawMessage(`{"ok":true}`), AddAttempts: 1})
+			Owner: "owner-1", Fence: first.Fence, Result: json.RawMessage(`{"ok":true}`), AddAttempts: 1})
 		c, err = e.st.Claim(e.ctx, req("k1", "owner-3"))
 		if err != nil || c.Won {
 			t.Fatalf("Claim(%q) after success = {Won: %v}, %v; want a follower", "k1", c.Won, err)
@@ -88,6 +94,9 @@ func testClaim(t *testing.T, newStore NewStore) {
 
 	t.Run("KeyReused", func(t *testing.T) {
 		for _, st := range ledger.States {
+			if st == ledger.StateRejected {
+				continue // claimed again with any arguments: see testRejected
+			}
 			t.Run(string(st), func(t *testing.T) {
 				e := newEnv(t, newStore)
 				before := e.reach("k1", st)
@@ -234,7 +243,7 @@ func testClaim(t *testing.T, newStore NewStore) {
 		first := e.mustClaim(req("k1", "owner-1"))
 		e.clock.Advance(time.Second)
 		e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateRetryable,
-			Owner: "owner-1", ErrorKind: "connection_refused", ErrorMessage: "dial tcp: refused", AddAttempts: 1})
+			Owner: "owner-1", Fence: first.Fence, ErrorKind: "connection_refused", ErrorMessage: "dial tcp: refused", AddAttempts: 1})
 		now := e.clock.Advance(time.Second)
 		r := req("k1", "owner-2")
 		r.Lease = time.Minute
@@ -248,12 +257,36 @@ func testClaim(t *testing.T, newStore NewStore) {
 		if got.ErrorKind != "" || got.ErrorMessage != "" {
 			t.Errorf("take-over kept error %q %q; want it cleared for the new execution", got.ErrorKind, got.ErrorMessage)
 		}
-		if _, err := e.st.Transition(e.ctx, ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-1"}); !errors.Is(err, ledger.ErrLeaseLost) {
+		if got.Fence != first.Fence+1 {
+			t.Errorf("take-over fence = %d; want %d, one more than the first claim's", got.Fence, first.Fence+1)
+		}
+		if d := diff(e.mustGet(id("k1")), got); d != "" {
+			t.Errorf("Get(%q) after take-over: %s", "k1", d)
+		}
+		if _, err := e.st.Transition(e.ctx, ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-1", Fence: first.Fence}); !errors.Is(err, ledger.ErrLeaseLost) {
 			t.Errorf("Transition by the previous owner after a take-over = %v; want ErrLeaseLost", err)
 		}
 		c, err := e.st.Claim(e.ctx, req("k1", "owner-3"))
 		if err != nil || c.Won || c.Record.Owner != "owner-2" {
 			t.Errorf("Claim after take-over = {Won: %v, Owner: %q}, %v; want a follower of owner-2", c.Won, ownerOf(c.Record), err)
+		}
+	})
+
+	t.Run("RetryableTakeOverForApproval", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		before := e.reach("k1", ledger.StateRetryable)
+		now := e.clock.Advance(time.Second)
+		r := req("k1", "owner-2")
+		r.NeedsApproval = true
+		got := e.mustClaim(r)
+		want := *before
+		want.State, want.Owner, want.Fence = ledger.StatePendingApproval, "owner-2", before.Fence+1
+		want.LeaseUntil, want.UpdatedAt, want.ExpiresAt = now.Add(ledger.DefaultLease), now, now.Add(ledger.DefaultRetention)
+		if d := diff(got, &want); d != "" {
+			t.Errorf("Claim(NeedsApproval) of a RETRYABLE record: %s", d)
+		}
+		if d := diff(e.mustGet(r.ID), &want); d != "" {
+			t.Errorf("Get(%q) after the take-over: %s", r.Key, d)
 		}
 	})
 

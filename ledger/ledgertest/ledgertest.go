@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Claim", testClaim},
 		{"Transition", testTransition},
 		{"Lease", testLease},
+		{"Fence", testFence},
+		{"Rejected", testRejected},
 		{"Wait", testWait},
 		{"Tenant", testTenant},
 		{"Retention", testRetention},
@@ -185,13 +187,13 @@ func (e *env) reach(key string, state ledger.State) *ledger.Record {
 	r.NeedsApproval = state == ledger.StatePendingApproval || state == ledger.StateDenied
 	rec := e.mustClaim(r)
 	step := func(from, to ledger.State) {
-		rec = e.mustTransition(ledger.Transition{ID: id(key), From: from, To: to, Owner: "owner-1", AddAttempts: 1})
+		rec = e.mustTransition(ledger.Transition{ID: id(key), From: from, To: to, Owner: "owner-1", Fence: rec.Fence, AddAttempts: 1})
 	}
 	switch state {
 	case ledger.StatePendingApproval, ledger.StateProcessing:
 	case ledger.StateDenied:
 		step(ledger.StatePendingApproval, ledger.StateDenied)
-	case ledger.StateSucceeded, ledger.StateFailed, ledger.StateRetryable, ledger.StateUnknown:
+	case ledger.StateSucceeded, ledger.StateFailed, ledger.StateRetryable, ledger.StateRejected, ledger.StateUnknown:
 		step(ledger.StateProcessing, state)
 	default:
 		e.t.Fatalf("reach(%q, %q): no such state", key, state)
@@ -242,6 +244,9 @@ func diff(got, want *ledger.Record) string {
 	}
 	if got.Owner != want.Owner {
 		add("Owner", got.Owner, want.Owner)
+	}
+	if got.Fence != want.Fence {
+		add("Fence", got.Fence, want.Fence)
 	}
 	if !got.LeaseUntil.Equal(want.LeaseUntil) {
 		add("LeaseUntil", got.LeaseUntil, want.LeaseUntil)

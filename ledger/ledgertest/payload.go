@@ -33,10 +33,10 @@ func testPayload(t *testing.T, newStore NewStore) {
 		if !json.Valid(result) || len(result) != 1<<20 {
 			t.Fatalf("test payload: valid %v, %d bytes", json.Valid(result), len(result))
 		}
-		e.mustClaim(req("big", "owner-1"))
+		claimed := e.mustClaim(req("big", "owner-1"))
 		waiter := e.startWait(e.ctx, id("big"))
 		got := e.mustTransition(ledger.Transition{ID: id("big"), From: ledger.StateProcessing, To: ledger.StateSucceeded,
-			Owner: "owner-1", Result: result})
+			Owner: "owner-1", Fence: claimed.Fence, Result: result})
 		check := func(how string, r *ledger.Record) {
 			t.Helper()
 			if r == nil || !bytes.Equal(r.Result, result) {
@@ -76,9 +76,9 @@ func testPayload(t *testing.T, newStore NewStore) {
 			Arguments:   args,
 			Owner:       "wörker-1",
 		}
-		e.mustClaim(r)
+		claimed := e.mustClaim(r)
 		e.clock.Advance(time.Second)
-		e.mustTransition(ledger.Transition{ID: r.ID, From: ledger.StateProcessing, To: ledger.StateFailed, Owner: r.Owner,
+		e.mustTransition(ledger.Transition{ID: r.ID, From: ledger.StateProcessing, To: ledger.StateFailed, Owner: r.Owner, Fence: claimed.Fence,
 			Result:    json.RawMessage(`{"isError":true,"content":[{"type":"text","text":"карта отклонена ✗"}]}`),
 			ErrorKind: "tool_error", ErrorMessage: "карта отклонена ✗"})
 		want := e.mustGet(r.ID)

@@ -23,7 +23,7 @@ func testTenant(t *testing.T, newStore NewStore) {
 		t.Fatalf("claims of one key under two tenants = %q and %q; want two records", recA.Tenant, recB.Tenant)
 	}
 	only := req("only-a", "owner-a")
-	e.mustClaim(only)
+	onlyRec := e.mustClaim(only)
 	other := only.ID
 	other.Tenant = "tenant-b"
 
@@ -39,11 +39,11 @@ func testTenant(t *testing.T, newStore NewStore) {
 		}
 	})
 	t.Run("Writes", func(t *testing.T) {
-		_, err := e.st.Transition(e.ctx, ledger.Transition{ID: other, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-a"})
+		_, err := e.st.Transition(e.ctx, ledger.Transition{ID: other, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-a", Fence: onlyRec.Fence})
 		if !errors.Is(err, ledger.ErrNotFound) {
 			t.Errorf("Transition(%q) under another tenant = %v; want ErrNotFound", other.Key, err)
 		}
-		if err := e.st.Renew(e.ctx, other, "owner-a", time.Minute); !errors.Is(err, ledger.ErrLeaseLost) {
+		if err := e.st.Renew(e.ctx, ledger.Lease{ID: other, Owner: "owner-a", Fence: onlyRec.Fence}, time.Minute); !errors.Is(err, ledger.ErrLeaseLost) {
 			t.Errorf("Renew(%q) under another tenant = %v; want ErrLeaseLost", other.Key, err)
 		}
 		if got := e.mustGet(only.ID); got.State != ledger.StateProcessing {
@@ -148,7 +148,7 @@ func testList(t *testing.T, newStore NewStore) {
 	e.clock.Set(base.Add(time.Minute))
 	for i, r := range all {
 		if i%5 == 0 {
-			all[i] = e.mustTransition(ledger.Transition{ID: r.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-1"})
+			all[i] = e.mustTransition(ledger.Transition{ID: r.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-1", Fence: r.Fence})
 		}
 	}
 	order := func(recs []*ledger.Record) []string {

@@ -43,7 +43,7 @@ func (e *env) awaitWait(ch <-chan waited) waited {
 func testWait(t *testing.T, newStore NewStore) {
 	t.Run("Completion", func(t *testing.T) {
 		e := newEnv(t, newStore)
-		e.mustClaim(req("k1", "owner-1"))
+		claimed := e.mustClaim(req("k1", "owner-1"))
 		const waiters = 8
 		var chans []<-chan waited
 		for range waiters {
@@ -51,7 +51,7 @@ func testWait(t *testing.T, newStore NewStore) {
 		}
 		result := json.RawMessage(`{"content":[{"type":"text","text":"pay_1"}]}`)
 		done := e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateSucceeded,
-			Owner: "owner-1", Result: result, AddAttempts: 1})
+			Owner: "owner-1", Fence: claimed.Fence, Result: result, AddAttempts: 1})
 		for i, ch := range chans {
 			w := e.awaitWait(ch)
 			if w.err != nil {
@@ -67,12 +67,12 @@ func testWait(t *testing.T, newStore NewStore) {
 		e := newEnv(t, newStore)
 		r := req("k1", "owner-1")
 		r.NeedsApproval = true
-		e.mustClaim(r)
+		claimed := e.mustClaim(r)
 		ch := e.startWait(e.ctx, id("k1"))
-		e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StatePendingApproval, To: ledger.StateProcessing, Owner: "owner-2",
-			Approval: &ledger.Approval{Decision: ledger.DecisionApproved, By: "alice", At: e.clock.Now()}})
-		e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-2",
-			Result: json.RawMessage(`{}`)})
+		e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StatePendingApproval, To: ledger.StateProcessing, Owner: "owner-1",
+			Fence: claimed.Fence, Approval: &ledger.Approval{Decision: ledger.DecisionApproved, By: "alice", At: e.clock.Now()}})
+		e.mustTransition(ledger.Transition{ID: id("k1"), From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "owner-1",
+			Fence: claimed.Fence, Result: json.RawMessage(`{}`)})
 		w := e.awaitWait(ch)
 		if w.err != nil || stateOf(w.rec) != ledger.StateSucceeded {
 			t.Errorf("Wait(%q) across approval and execution = %s, %v; want SUCCEEDED (PROCESSING is still waiting)", "k1", stateOf(w.rec), w.err)
@@ -95,9 +95,26 @@ func testWait(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("ApprovalExpiry", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		r := req("k1", "owner-1")
+		r.NeedsApproval = true
+		r.Lease = time.Second
+		e.mustClaim(r)
+		ch := e.startWait(e.ctx, id("k1"))
+		e.clock.Advance(time.Second)
+		if n, err := e.st.ExpireLeases(e.ctx); err != nil || n != 1 {
+			t.Fatalf("ExpireLeases() = %d, %v; want 1", n, err)
+		}
+		w := e.awaitWait(ch)
+		if w.err != nil || stateOf(w.rec) != ledger.StateRejected {
+			t.Errorf("Wait(%q) on an expiring approval lease = %s, %v; want REJECTED", "k1", stateOf(w.rec), w.err)
+		}
+	})
+
 	t.Run("Settled", func(t *testing.T) {
 		e := newEnv(t, newStore)
-		for _, st := range []ledger.State{ledger.StateSucceeded, ledger.StateFailed, ledger.StateRetryable, ledger.StateUnknown, ledger.StateDenied} {
+		for _, st := range []ledger.State{ledger.StateSucceeded, ledger.StateFailed, ledger.StateRetryable, ledger.StateRejected, ledger.StateUnknown, ledger.StateDenied} {
 			t.Run(string(st), func(t *testing.T) {
 				e := e.sub(t)
 				want := e.reach("k-"+string(st), st)

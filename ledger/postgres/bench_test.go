@@ -25,7 +25,7 @@ func claimComplete(b *testing.B, st *postgres.Store, key string) {
 		b.Fatalf("Claim(%q) = {Won: %v}, %v; want a won claim", key, c.Won, err)
 	}
 	if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-		Owner: "w", Result: benchResult, AddAttempts: 1}); err != nil {
+		Owner: "w", Fence: c.Record.Fence, Result: benchResult, AddAttempts: 1}); err != nil {
 		b.Fatalf("Transition(%q) = %v", key, err)
 	}
 }

@@ -16,14 +16,15 @@ import (
 // The claim is decided by the primary key: the INSERT either creates the
 // record or does nothing, and returns only that it inserted. The winner, every executed
 // operation, pays for one plain statement: every column of the record it
-// inserted is a value it sent or a column default, so Claim builds the
-// record itself. A follower reads the record it conflicted with in a second
-// statement, whose fresh snapshot also sees a record committed by a
-// concurrent claimer while the insert waited on it. Only when that record
-// may be taken over (RETRYABLE, or settled past its retention) does a third
-// round trip try the take-overs, each a guarded UPDATE whose WHERE clause
-// PostgreSQL re-checks on the latest row version, so two claimers never
-// both take the same record over.
+// inserted is a value it sent or a column default (fence 1 for a new key),
+// so Claim builds the record itself. A follower reads the record it
+// conflicted with in a second statement, whose fresh snapshot also sees a
+// record committed by a concurrent claimer while the insert waited on it.
+// Only when that record may be claimed again (ledger.Claimable: RETRYABLE,
+// REJECTED, or settled past its retention) does a third round trip try the
+// take-overs, each a guarded UPDATE whose WHERE clause PostgreSQL re-checks
+// on the latest row version, so two claimers never both take the same
+// record over. Both take-overs and the insert share one parameter list.
 const claimInsert = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
 		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
@@ -33,30 +34,40 @@ const claimInsert = `INSERT INTO records (tenant, tool, key, session, fingerprin
 const (
 	// A settled record past its retention is gone as far as the contract is
 	// concerned (the Reexecute policy): the claim replaces it whatever its
-	// fingerprint. Tombstones (the Verify policy) are never replaced.
+	// fingerprint. Tombstones (the Verify policy) are never replaced. The
+	// fence still grows: an owner of the old operation stays stale.
 	claimReplaceExpired = `UPDATE records SET session = $4, fingerprint = $5, arguments = $6, state = $7,
-		attempts = 0, result = NULL, compacted = false, error_kind = '', error_message = '',
+		attempts = 0, fence = fence + 1, result = NULL, compacted = false, error_kind = '', error_message = '',
 		owner = $8, lease_until = $9, approval = NULL, trace_id = $10, span_id = $11, reuse_policy = $12, tombstone = false,
 		op_token = $13, watched = false, created_at = $14, updated_at = $14, expires_at = $15
 	WHERE tenant = $1 AND tool = $2 AND key = $3
-		AND state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE')
+		AND state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 		AND NOT tombstone AND expires_at <= $14
 	RETURNING ` + recordCols
 
-	// A RETRYABLE record never reached the tool: the same operation (same
-	// fingerprint) is taken over by the next claimer and runs again.
-	claimTakeOver = `UPDATE records SET state = 'PROCESSING', owner = $4, lease_until = $5,
+	// Nothing ran on a RETRYABLE or REJECTED record, so the next claimer
+	// takes it over, keeping Attempts and CreatedAt: a RETRYABLE record
+	// (the call never reached the tool) for the same operation, which keeps
+	// its session, arguments and approval; a REJECTED record for whatever
+	// operation claims it now. SET expressions read the row as it was, so
+	// the CASEs see the old state.
+	claimReclaim = `UPDATE records SET state = $7, owner = $8, lease_until = $9, fence = fence + 1,
 		result = NULL, compacted = false, error_kind = '', error_message = '',
-		trace_id = $6, span_id = $7, op_token = $8, watched = false, updated_at = $9, expires_at = $10
-	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
-		AND state = 'RETRYABLE' AND fingerprint = $11 AND expires_at > $9
+		session = CASE state WHEN 'REJECTED' THEN $4 ELSE session END,
+		fingerprint = CASE state WHEN 'REJECTED' THEN $5 ELSE fingerprint END,
+		arguments = CASE state WHEN 'REJECTED' THEN $6 ELSE arguments END,
+		reuse_policy = CASE state WHEN 'REJECTED' THEN $12 ELSE reuse_policy END,
+		approval = CASE state WHEN 'REJECTED' THEN NULL ELSE approval END,
+		trace_id = $10, span_id = $11, op_token = $13, watched = false, updated_at = $14, expires_at = $15
+	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone AND expires_at > $14
+		AND (state = 'REJECTED' OR (state = 'RETRYABLE' AND fingerprint = $5))
 	RETURNING ` + recordCols
 
 	claimSelect = `SELECT ` + recordCols + ` FROM records WHERE tenant = $1 AND tool = $2 AND key = $3`
 )
 
-// Claim creates the record of req.ID, or takes over a RETRYABLE or expired
-// one, and reports whether the caller won. Otherwise the caller is a
+// Claim creates the record of req.ID, or takes over a RETRYABLE, REJECTED
+// or expired one, and reports whether the caller won. Otherwise the caller is a
 // follower and gets the current record; a different fingerprint also
 // returns an error wrapping ledger.ErrKeyReused.
 //
@@ -111,17 +122,13 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []byte) (ledger.Claim, error) {
 	now := s.clock()
 	state := ledger.StateProcessing
-	var leaseUntil *time.Time
 	if req.NeedsApproval {
 		state = ledger.StatePendingApproval
-	} else {
-		l := now.Add(orDefault(req.Lease, ledger.DefaultLease))
-		leaseUntil = &l
 	}
+	leaseUntil := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 	expires := now.Add(orDefault(req.Retention, ledger.DefaultRetention))
 	args := []any{req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint, []byte(req.Arguments), string(state),
 		req.Owner, leaseUntil, req.TraceID, req.SpanID, string(req.ReusePolicy), token, now, expires}
-	takeLease := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 
 	var out ledger.Claim
 	// A record can vanish between the statements (a concurrent Purge): the
@@ -141,14 +148,13 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 			if err != nil {
 				return err
 			}
-			if !mayTakeOver(rec, req.Fingerprint, now) {
+			if !ledger.Claimable(rec, req.Fingerprint, now) {
 				out = ledger.Claim{Record: rec}
 				return nil
 			}
 			b := &pgx.Batch{}
 			b.Queue(claimReplaceExpired, args...)
-			b.Queue(claimTakeOver, req.Tenant, req.Tool, req.Key, req.Owner, takeLease,
-				req.TraceID, req.SpanID, token, now, expires, req.Fingerprint)
+			b.Queue(claimReclaim, args...)
 			b.Queue(claimSelect, req.Tenant, req.Tool, req.Key)
 			br := c.SendBatch(ctx, b)
 			defer br.Close()
@@ -175,38 +181,26 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 		if err != nil {
 			return ledger.Claim{}, err
 		}
-		if !out.Won && out.Record.Fingerprint != req.Fingerprint {
-			return out, fmt.Errorf("%w: key %s of tool %q is bound to fingerprint %.12s, not %.12s",
-				ledger.ErrKeyReused, ledger.ShortHash(req.Key), req.Tool, out.Record.Fingerprint, req.Fingerprint)
+		if !out.Won {
+			return ledger.Follow("postgres", out.Record, req)
 		}
 		return out, nil
 	}
 	return ledger.Claim{}, errors.New("postgres: claim: record kept vanishing between insert and read")
 }
 
-// mayTakeOver reports whether a claim could take rec over: the guarded
-// UPDATEs decide, this only spares followers of a live record the round
-// trip.
-func mayTakeOver(rec *ledger.Record, fingerprint string, now time.Time) bool {
-	if rec.Tombstone {
-		return false
-	}
-	if rec.State.Settled() && !rec.ExpiresAt.After(now) {
-		return true
-	}
-	return rec.State == ledger.StateRetryable && rec.Fingerprint == fingerprint
-}
-
 // inserted is the record claimInsert creates for req: what it sent, and the
 // columns' defaults for the rest.
-func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil *time.Time, now, expires time.Time) *ledger.Record {
-	r := &ledger.Record{
+func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil, now, expires time.Time) *ledger.Record {
+	return &ledger.Record{
 		ID:          req.ID,
 		Session:     req.Session,
 		Fingerprint: req.Fingerprint,
 		Arguments:   bytes.Clone(req.Arguments),
 		State:       state,
+		Fence:       1,
 		Owner:       req.Owner,
+		LeaseUntil:  leaseUntil,
 		TraceID:     req.TraceID,
 		SpanID:      req.SpanID,
 		ReusePolicy: req.ReusePolicy,
@@ -214,10 +208,6 @@ func inserted(req ledger.ClaimRequest, state ledger.State, leaseUntil *time.Time
 		UpdatedAt:   now,
 		ExpiresAt:   expires,
 	}
-	if leaseUntil != nil {
-		r.LeaseUntil = *leaseUntil
-	}
-	return r
 }
 
 func orDefault(d, def time.Duration) time.Duration {

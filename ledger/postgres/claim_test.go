@@ -29,7 +29,7 @@ func TestClaimWonRecordEqualsStored(t *testing.T) {
 		{"empty arguments", ledger.ClaimRequest{Fingerprint: "fp", Owner: "w", Arguments: json.RawMessage{}}},
 		{"every field", ledger.ClaimRequest{Session: "s-1", Fingerprint: "fp2", Owner: "w2", Arguments: json.RawMessage(` {"b": [1, 2]} `),
 			Lease: time.Minute, Retention: time.Hour, TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331", ReusePolicy: ledger.Verify}},
-		{"needs approval", ledger.ClaimRequest{Fingerprint: "fp", Arguments: json.RawMessage(`{}`), NeedsApproval: true}},
+		{"needs approval", ledger.ClaimRequest{Fingerprint: "fp", Owner: "w", Arguments: json.RawMessage(`{}`), NeedsApproval: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := tc.req
@@ -58,45 +58,67 @@ func TestTransitionRecordEqualsStored(t *testing.T) {
 	ctx := context.Background()
 	approval := &ledger.Approval{Decision: ledger.DecisionApproved, By: "ops", At: now.Truncate(time.Second), Reason: "ok"}
 	P, S, F, R, U := ledger.StateProcessing, ledger.StateSucceeded, ledger.StateFailed, ledger.StateRetryable, ledger.StateUnknown
-	A, D := ledger.StatePendingApproval, ledger.StateDenied
+	A, D, J := ledger.StatePendingApproval, ledger.StateDenied, ledger.StateRejected
+	// step is a transition made under the record's current fence when it
+	// leaves a leased state or is fenced (a late result or re-send from
+	// UNKNOWN by the owner that lost its lease).
+	type step struct {
+		ledger.Transition
+		fenced bool
+	}
 	for _, tc := range []struct {
 		name     string
 		approval bool // claim PENDING_APPROVAL
-		steps    []ledger.Transition
+		steps    []step
 	}{
-		{"succeeded with result", false, []ledger.Transition{
-			{From: P, To: S, Owner: "w", Result: json.RawMessage(`{"content":[]}`), AddAttempts: 1}}},
-		{"failed with error", false, []ledger.Transition{
-			{From: P, To: F, Owner: "w", ErrorKind: "tool", ErrorMessage: "boom", AddAttempts: 1}}},
-		{"retryable then taken back", false, []ledger.Transition{
-			{From: P, To: R, Owner: "w", ErrorKind: "transport", ErrorMessage: "reset"},
-			{From: R, To: P, Owner: "w2", Lease: time.Minute},
-			{From: P, To: S, Owner: "w2", Result: json.RawMessage(`"done"`), Compacted: true, AddAttempts: 1}}},
-		{"unknown resolved", false, []ledger.Transition{
-			{From: P, To: U, Owner: "w", ErrorKind: "timeout", ErrorMessage: "no answer", AddAttempts: 1},
-			{From: U, To: S, Result: json.RawMessage{}}}},
-		{"unknown without text", false, []ledger.Transition{
-			{From: P, To: U, Owner: "w", Result: json.RawMessage(`{"partial":true}`)},
-			{From: U, To: F}}},
-		{"approved", true, []ledger.Transition{
-			{From: A, To: P, Owner: "w", Approval: approval},
-			{From: P, To: S, Owner: "w", Result: json.RawMessage(`{}`), AddAttempts: 1}}},
-		{"denied", true, []ledger.Transition{
-			{From: A, To: D, Approval: &ledger.Approval{Decision: ledger.DecisionDenied, By: "ops", At: now, Reason: "no"},
-				ErrorKind: "denied", ErrorMessage: "denied by ops"}}},
+		{"succeeded with result", false, []step{
+			{Transition: ledger.Transition{From: P, To: S, Owner: "w", Result: json.RawMessage(`{"content":[]}`), AddAttempts: 1}}}},
+		{"failed with error", false, []step{
+			{Transition: ledger.Transition{From: P, To: F, Owner: "w", ErrorKind: "tool", ErrorMessage: "boom", AddAttempts: 1}}}},
+		{"retryable", false, []step{
+			{Transition: ledger.Transition{From: P, To: R, Owner: "w", ErrorKind: "transport", ErrorMessage: "reset"}}}},
+		{"refused", false, []step{
+			{Transition: ledger.Transition{From: P, To: J, Owner: "w", ErrorKind: ledger.KindRefused, ErrorMessage: "payee: want string"}}}},
+		{"unknown re-sent", false, []step{
+			{Transition: ledger.Transition{From: P, To: U, Owner: "w", ErrorKind: "transport", ErrorMessage: "reset"}},
+			{Transition: ledger.Transition{From: U, To: P, Owner: "w2", Lease: time.Minute}},
+			{Transition: ledger.Transition{From: P, To: S, Owner: "w2", Result: json.RawMessage(`"done"`), Compacted: true, AddAttempts: 1}}}},
+		{"unknown re-sent under its fence", false, []step{
+			{Transition: ledger.Transition{From: P, To: U, Owner: "w"}},
+			{Transition: ledger.Transition{From: U, To: P, Owner: "w", Lease: time.Minute}, fenced: true}}},
+		{"unknown resolved", false, []step{
+			{Transition: ledger.Transition{From: P, To: U, Owner: "w", ErrorKind: "timeout", ErrorMessage: "no answer", AddAttempts: 1}},
+			{Transition: ledger.Transition{From: U, To: S, Result: json.RawMessage{}}}}},
+		{"late result", false, []step{
+			{Transition: ledger.Transition{From: P, To: U, Owner: "w", ErrorKind: "timeout", ErrorMessage: "no answer"}},
+			{Transition: ledger.Transition{From: U, To: S, Owner: "w", Result: json.RawMessage(`{"id":1}`), AddAttempts: 1}, fenced: true}}},
+		{"unknown without text", false, []step{
+			{Transition: ledger.Transition{From: P, To: U, Owner: "w", Result: json.RawMessage(`{"partial":true}`)}},
+			{Transition: ledger.Transition{From: U, To: F}}}},
+		{"approved", true, []step{
+			{Transition: ledger.Transition{From: A, To: P, Owner: "w", Approval: approval}},
+			{Transition: ledger.Transition{From: P, To: S, Owner: "w", Result: json.RawMessage(`{}`), AddAttempts: 1}}}},
+		{"denied", true, []step{
+			{Transition: ledger.Transition{From: A, To: D, Owner: "w", Approval: &ledger.Approval{Decision: ledger.DecisionDenied, By: "ops", At: now, Reason: "no"},
+				ErrorKind: "denied", ErrorMessage: "denied by ops"}}}},
+		{"no answer", true, []step{
+			{Transition: ledger.Transition{From: A, To: J, Owner: "w", ErrorKind: ledger.KindNoAnswer, ErrorMessage: "no terminal"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "t-" + strings.ReplaceAll(tc.name, " ", "-")}
 			req := ledger.ClaimRequest{ID: id, Session: "s", Fingerprint: "fp", Owner: "w", Arguments: json.RawMessage(`{"a":1}`),
 				TraceID: "tr", SpanID: "sp", NeedsApproval: tc.approval}
-			if tc.approval {
-				req.Owner = ""
-			}
-			if c, err := st.Claim(ctx, req); err != nil || !c.Won {
+			c, err := st.Claim(ctx, req)
+			if err != nil || !c.Won {
 				t.Fatalf("Claim(%q) = {Won: %v}, %v; want a won claim", id.Key, c.Won, err)
 			}
-			for _, tr := range tc.steps {
+			cur := c.Record
+			for _, s := range tc.steps {
+				tr := s.Transition
 				tr.ID = id
+				if tr.From.Waiting() || s.fenced {
+					tr.Fence = cur.Fence
+				}
 				rec, err := st.Transition(ctx, tr)
 				if err != nil {
 					t.Fatalf("Transition(%s -> %s) = %v", tr.From, tr.To, err)
@@ -108,6 +130,7 @@ func TestTransitionRecordEqualsStored(t *testing.T) {
 				if !reflect.DeepEqual(rec, got) {
 					t.Errorf("Transition(%s -> %s) record = %+v; want the stored %+v", tr.From, tr.To, rec, got)
 				}
+				cur = got
 			}
 		})
 	}

@@ -18,11 +18,12 @@
 //
 //   - A claim is INSERT ... ON CONFLICT DO NOTHING RETURNING; only when it
 //     inserted nothing is the existing record read, and the take-overs (a
-//     RETRYABLE record, a settled one past retention) tried, each as one
-//     guarded UPDATE. Nothing checks and then inserts. A winner builds its
+//     RETRYABLE or REJECTED record, a settled one past retention) tried,
+//     each as one guarded UPDATE that also raises the key's fence. Nothing checks and then inserts. A winner builds its
 //     record from what it inserted, and a transition returns only the
 //     columns it did not write, so no result travels back to the client.
-//   - Transitions are compare-and-set UPDATEs on state and lease owner.
+//   - Transitions are compare-and-set UPDATEs on state, lease owner and
+//     fence, so a stale owner's write matches no row and changes nothing.
 //   - Followers in this process are woken by the writer; followers in other
 //     processes by LISTEN/NOTIFY on the channel "mcpledger:<schema>", with a
 //     bounded poll as the fallback. A follower marks the record it waits

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -36,7 +35,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []ledger.Event) error {
 		at                              = make([]time.Time, n)
 	)
 	for i, e := range events {
-		if err := checkEvent(e); err != nil {
+		if err := e.Validate(); err != nil {
 			return fmt.Errorf("postgres: append events: event %d: %w", i, err)
 		}
 		tenants[i], tools[i], sides[i], outcomes[i] = e.Tenant, e.Tool, string(e.Side), string(e.Outcome)
@@ -53,19 +52,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []ledger.Event) error {
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: append events: %w", err)
-	}
-	return nil
-}
-
-func checkEvent(e ledger.Event) error {
-	if err := ledger.ValidateTenant(e.Tenant); err != nil {
-		return err
-	}
-	if e.Side != ledger.SideClient && e.Side != ledger.SideServer {
-		return fmt.Errorf("side %q is neither %q nor %q", e.Side, ledger.SideClient, ledger.SideServer)
-	}
-	if e.Tool == "" || e.Outcome == "" || e.At.IsZero() {
-		return errors.New("tool, outcome and time are required")
 	}
 	return nil
 }

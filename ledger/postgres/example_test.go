@@ -41,7 +41,7 @@ func ExampleOpen() {
 	if c.Won {
 		// ... make the payment, then record its result for every repeat.
 		rec, err = st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-			Owner: "replica-1", Result: json.RawMessage(`{"content":[{"type":"text","text":"pay_1"}]}`), AddAttempts: 1})
+			Owner: "replica-1", Fence: rec.Fence, Result: json.RawMessage(`{"content":[{"type":"text","text":"pay_1"}]}`), AddAttempts: 1})
 	} else if rec.State.Waiting() {
 		rec, err = st.Wait(ctx, id) // woken by the other replica's notification
 	}

@@ -15,21 +15,29 @@ import (
 // completing its record at this moment is not blocked, and several
 // processes sweeping at once split the work instead of queueing.
 
+// An expired PROCESSING lease may have run the call (UNKNOWN); an expired
+// PENDING_APPROVAL lease ran nothing (REJECTED). Owner and fence stay, so
+// the late result of that owner can still be matched.
 const expireBatch = `WITH due AS (
 		SELECT tenant, tool, key FROM records
-		WHERE state = 'PROCESSING' AND lease_until <= $1
+		WHERE state IN ('PROCESSING', 'PENDING_APPROVAL') AND lease_until <= $1
 		ORDER BY lease_until
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED)
-	UPDATE records r SET state = 'UNKNOWN', error_kind = $3,
-		error_message = 'the lease of owner ' || r.owner || ' ended before the call finished',
+	UPDATE records r SET
+		state = CASE r.state WHEN 'PROCESSING' THEN 'UNKNOWN' ELSE 'REJECTED' END,
+		error_kind = CASE r.state WHEN 'PROCESSING' THEN $3 ELSE $4 END,
+		error_message = CASE r.state
+			WHEN 'PROCESSING' THEN 'the lease of owner ' || r.owner || ' ended before the call finished'
+			ELSE 'the approval lease of owner ' || r.owner || ' ended before anyone answered' END,
 		lease_until = NULL, updated_at = $1
 	FROM due
 	WHERE r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
 	RETURNING r.tenant, r.tool, r.key, r.watched`
 
 // ExpireLeases turns every PROCESSING record whose lease has ended into
-// UNKNOWN and returns how many it changed.
+// UNKNOWN, and every such PENDING_APPROVAL record into REJECTED, and
+// returns how many it changed.
 func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
@@ -40,7 +48,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 		err := s.retry(ctx, func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {
 				ids, watched = ids[:0], watched[:0]
-				rows, err := c.Query(ctx, expireBatch, s.clock(), s.batchSize, ledger.KindLeaseExpired)
+				rows, err := c.Query(ctx, expireBatch, s.clock(), s.batchSize, ledger.KindLeaseExpired, ledger.KindApprovalExpired)
 				if err != nil {
 					return err
 				}
@@ -72,12 +80,13 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 }
 
 // purgeBatch deletes due records, or turns those under the Verify policy
-// into tombstones (only identity and fingerprint remain). $5 is this
+// into tombstones (only identity and fingerprint remain). A REJECTED record
+// ran nothing, so there is nothing for a tombstone to guard: it is deleted. $5 is this
 // call's token: a tombstone made by this call is not due again within it.
 const purgeBatch = `WITH due AS (
-		SELECT tenant, tool, key, (reuse_policy = 'verify' AND NOT tombstone) AS keep
+		SELECT tenant, tool, key, (reuse_policy = 'verify' AND NOT tombstone AND state <> 'REJECTED') AS keep
 		FROM records
-		WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE')
+		WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 			AND (expires_at <= $1 OR ($2::timestamptz IS NOT NULL AND updated_at < $2))
 			AND op_token IS DISTINCT FROM $5
 		LIMIT $3

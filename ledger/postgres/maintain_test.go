@@ -20,19 +20,20 @@ func TestSweepsInBatches(t *testing.T) {
 	st := open(t, pgtest.Schema(t), &postgres.Options{Now: clock.Now, BatchSize: 3})
 	ctx := context.Background()
 	const n = 10
-	claim := func(key string, policy ledger.ReusePolicy) ledger.ID {
+	claim := func(key string, policy ledger.ReusePolicy) ledger.Lease {
 		id := ledger.ID{Tenant: "t", Tool: "pay", Key: key}
-		if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o", Lease: time.Minute,
-			Retention: time.Hour, ReusePolicy: policy}); err != nil {
+		c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o", Lease: time.Minute,
+			Retention: time.Hour, ReusePolicy: policy})
+		if err != nil {
 			t.Fatalf("Claim(%q) = %v", key, err)
 		}
-		return id
+		return ledger.LeaseOf(c.Record)
 	}
 	for i := range n {
 		claim(fmt.Sprintf("lease-%d", i), "")
 		for _, policy := range []ledger.ReusePolicy{ledger.Reexecute, ledger.Verify} {
-			id := claim(fmt.Sprintf("%s-%d", policy, i), policy)
-			if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o"}); err != nil {
+			l := claim(fmt.Sprintf("%s-%d", policy, i), policy)
+			if _, err := st.Transition(ctx, ledger.Transition{ID: l.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: l.Owner, Fence: l.Fence}); err != nil {
 				t.Fatal(err)
 			}
 		}

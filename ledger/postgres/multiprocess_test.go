@@ -194,7 +194,7 @@ func claimChild() int {
 					rep.Won = append(rep.Won, key)
 					mu.Unlock()
 					rec, err = st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing,
-						To: ledger.StateSucceeded, Owner: owner, AddAttempts: 1,
+						To: ledger.StateSucceeded, Owner: owner, Fence: rec.Fence, AddAttempts: 1,
 						Result: json.RawMessage(fmt.Sprintf(`{"by":%q}`, owner))})
 					if err != nil {
 						fail("Transition(%q) = %v", key, err)

@@ -19,7 +19,7 @@ import (
 
 // recordCols is the column list every query that returns records selects,
 // in the order scanRecord reads them.
-const recordCols = `tenant, tool, key, session, fingerprint, arguments, state, attempts,
+const recordCols = `tenant, tool, key, session, fingerprint, arguments, state, attempts, fence,
 	result, compacted, error_kind, error_message, owner, lease_until,
 	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token, watched`
 
@@ -39,7 +39,7 @@ func scanRecord(row pgx.Row) (*ledger.Record, rowMeta, error) {
 		approval   []byte
 		meta       rowMeta
 	)
-	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts,
+	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts, &r.Fence,
 		&r.Result, &r.Compacted, &r.ErrorKind, &r.ErrorMessage, &r.Owner, &leaseUntil,
 		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &meta.token, &meta.watched)
 	if err != nil {

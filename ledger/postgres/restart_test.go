@@ -57,7 +57,8 @@ func TestServerRestart(t *testing.T) {
 func runDown(t *testing.T, srv *pgtest.Server, st *postgres.Store) {
 	ctx := context.Background()
 	id := ledger.ID{Tenant: "t", Tool: "pay", Key: "down-1"}
-	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o"}); err != nil {
+	claimed, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp", Owner: "o"})
+	if err != nil {
 		t.Fatalf("Claim before the stop = %v", err)
 	}
 	if err := srv.Stop(); err != nil {
@@ -72,7 +73,7 @@ func runDown(t *testing.T, srv *pgtest.Server, st *postgres.Store) {
 		}
 	}()
 	start := time.Now()
-	_, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o"})
+	_, err = st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o", Fence: claimed.Record.Fence})
 	if err == nil {
 		t.Fatal("Transition with the server stopped = nil error; want a connection error")
 	}
@@ -87,7 +88,7 @@ func runDown(t *testing.T, srv *pgtest.Server, st *postgres.Store) {
 		t.Fatal(err)
 	}
 	restarted = true
-	rec, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o"})
+	rec, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "o", Fence: claimed.Record.Fence})
 	if err != nil || rec.State != ledger.StateSucceeded {
 		t.Fatalf("Transition after the server is back = %v, %v; want SUCCEEDED", rec, err)
 	}
@@ -139,7 +140,7 @@ func runRestart(t *testing.T, srv *pgtest.Server, st *postgres.Store, wantAll bo
 				}
 				executions[i].Add(1)
 				_, err = st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-					Owner: owner, AddAttempts: 1, Result: json.RawMessage(fmt.Sprintf(`{"key":%d}`, i))})
+					Owner: owner, Fence: c.Record.Fence, AddAttempts: 1, Result: json.RawMessage(fmt.Sprintf(`{"key":%d}`, i))})
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)

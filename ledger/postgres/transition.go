@@ -25,26 +25,40 @@ type transitionShape struct {
 	result    bool // sets result and compacted
 	errorText bool // sets error_kind and error_message
 	approval  bool
+	// fenced checks the fence: always when leaving a leased state (with the
+	// owner), and for the late result of an owner from UNKNOWN.
+	fenced bool
+}
+
+func shapeOf(t ledger.Transition, errorText, approval bool) transitionShape {
+	return transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: errorText, approval: approval,
+		fenced: t.From.Waiting() || (t.From == ledger.StateUnknown && t.Fence != 0)}
 }
 
 // ownerKnown: the owner after the transition is the transition's own, the
-// new lease holder entering PROCESSING or the checked one leaving it.
+// new lease holder entering a leased state or the checked one leaving it.
 func (sh transitionShape) ownerKnown() bool {
-	return sh.from == ledger.StateProcessing || sh.to == ledger.StateProcessing
+	return sh.from.Waiting() || sh.to.Waiting()
+}
+
+// bumpsFence: a re-send from UNKNOWN is a take-over, under a new fence.
+func (sh transitionShape) bumpsFence() bool {
+	return sh.from == ledger.StateUnknown && sh.to == ledger.StateProcessing
 }
 
 // transitionSQLs caches transitionSQL's statements by shape.
 var transitionSQLs sync.Map // transitionShape -> string
 
 // transitionSQL is the compare-and-set for one edge of the state table:
-// the WHERE clause holds the expected state (and, leaving PROCESSING, the
-// lease owner). It sets only what the transition writes: the owner changes
-// only when the record enters PROCESSING, and a transition that says
-// nothing about the result, error or approval leaves them as they were.
-// Its parameters are $1-$3 the ID, $4 lease_until, $5 the attempts to add,
-// $6 the write token, $7 updated_at, then in this order those the shape
-// has: the new owner, result and compacted, error kind and message,
-// approval, and the owner checked; transitionArgs lists them.
+// the WHERE clause holds the expected state (and, leaving a leased state,
+// the lease owner and fence; from UNKNOWN, the fence of a late result). It
+// sets only what the transition writes: the owner changes only when the
+// record enters a leased state, and a transition that says nothing about
+// the result, error or approval leaves them as they were. Its parameters
+// are $1-$3 the ID, $4 lease_until, $5 the attempts to add, $6 the write
+// token, $7 updated_at, then in this order those the shape has: the new
+// owner, result and compacted, error kind and message, approval, the owner
+// checked and the fence checked; transitionArgs lists them.
 //
 // The states are written into the statement, not passed as parameters:
 // with "state = $n" PostgreSQL plans the update about twice as slowly, and
@@ -61,8 +75,11 @@ func transitionSQL(sh transitionShape) string {
 	param := func() string { n++; return "$" + strconv.Itoa(n) }
 	set := []string{"state = '" + string(sh.to) + "'", "lease_until = $4", "attempts = attempts + $5",
 		"op_token = $6", "updated_at = $7"}
-	if sh.to == ledger.StateProcessing {
+	if sh.to.Waiting() {
 		set = append(set, "owner = "+param())
+	}
+	if sh.bumpsFence() {
+		set = append(set, "fence = fence + 1")
 	}
 	if sh.result {
 		set = append(set, "result = "+param(), "compacted = "+param())
@@ -74,8 +91,11 @@ func transitionSQL(sh transitionShape) string {
 		set = append(set, "approval = "+param())
 	}
 	ownerCheck := ""
-	if sh.from == ledger.StateProcessing {
+	if sh.from.Waiting() {
 		ownerCheck = " AND owner = " + param()
+	}
+	if sh.fenced {
+		ownerCheck += " AND fence = " + param()
 	}
 	q := `UPDATE records SET ` + strings.Join(set, ", ") + `
 	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
@@ -89,7 +109,7 @@ func transitionSQL(sh transitionShape) string {
 func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Time, token []byte, now time.Time,
 	kind, msg *string, approval []byte) []any {
 	args := []any{t.Tenant, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
-	if sh.to == ledger.StateProcessing {
+	if sh.to.Waiting() {
 		args = append(args, t.Owner)
 	}
 	if sh.result {
@@ -101,8 +121,11 @@ func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Ti
 	if sh.approval {
 		args = append(args, approval)
 	}
-	if sh.from == ledger.StateProcessing {
+	if sh.from.Waiting() {
 		args = append(args, t.Owner)
+	}
+	if sh.fenced {
+		args = append(args, t.Fence)
 	}
 	return args
 }
@@ -114,6 +137,9 @@ func (sh transitionShape) returning() []string {
 		"reuse_policy", "created_at", "expires_at", "watched"}
 	if !sh.ownerKnown() {
 		cols = append(cols, "owner")
+	}
+	if !sh.fenced {
+		cols = append(cols, "fence")
 	}
 	if !sh.result {
 		cols = append(cols, "result", "compacted")
@@ -141,6 +167,14 @@ func scanTransitioned(row pgx.Row, sh transitionShape, t ledger.Transition, kind
 		r.Owner = t.Owner
 	} else {
 		dest = append(dest, &r.Owner)
+	}
+	if sh.fenced {
+		r.Fence = t.Fence
+		if sh.bumpsFence() {
+			r.Fence++
+		}
+	} else {
+		dest = append(dest, &r.Fence)
 	}
 	if sh.result {
 		r.Result, r.Compacted = bytes.Clone(t.Result), t.Compacted
@@ -176,8 +210,8 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	if err := ledger.CheckTransition(t.From, t.To); err != nil {
 		return nil, err
 	}
-	if t.To == ledger.StateProcessing && t.Owner == "" {
-		return nil, errors.New("postgres: transition to PROCESSING needs an owner")
+	if t.To.Waiting() && t.Owner == "" {
+		return nil, fmt.Errorf("postgres: transition to %s needs an owner for its lease (see ledger.NewOwner)", t.To)
 	}
 	token := newToken()
 	var (
@@ -207,13 +241,13 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		switch {
 		case bytes.Equal(got.token, token):
 			return nil
-		case sent && !cur.Tombstone && cur.State == t.From && (t.From != ledger.StateProcessing || cur.Owner == t.Owner):
+		case sent && expected(t, cur):
 			// The lost attempt did not commit (or has not yet: then this
 			// retry loses the compare-and-set and reports it).
 			sent = false
 			return &lostError{err: errors.New("retrying after a lost connection"), unsent: true}
 		}
-		return mismatch(t, cur)
+		return ledger.Mismatch("postgres", t, cur)
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) {
@@ -231,24 +265,24 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	return out, nil
 }
 
-// mismatch explains a compare-and-set that matched no row.
-func mismatch(t ledger.Transition, cur *ledger.Record) error {
-	what := fmt.Sprintf("postgres: transition %s -> %s of %s key %s", t.From, t.To, t.Tool, ledger.ShortHash(t.Key))
+// expected reports whether cur still passes t's compare-and-set: the
+// state, and the owner and fence that t's edge checks.
+func expected(t ledger.Transition, cur *ledger.Record) bool {
 	switch {
-	case t.From == ledger.StateProcessing && cur.State == ledger.StateProcessing && !cur.Tombstone:
-		return fmt.Errorf("%s: the lease belongs to %q, not %q: %w", what, cur.Owner, t.Owner, ledger.ErrLeaseLost)
-	case t.From == ledger.StateProcessing:
-		return fmt.Errorf("%s: the record is now %s: %w", what, cur.State, ledger.ErrLeaseLost)
-	case cur.Tombstone:
-		return fmt.Errorf("%s: the record is a tombstone: %w", what, ledger.ErrStateChanged)
+	case cur.Tombstone || cur.State != t.From:
+		return false
+	case t.From.Waiting():
+		return cur.Owner == t.Owner && cur.Fence == t.Fence
+	case t.From == ledger.StateUnknown && t.Fence != 0:
+		return cur.Fence == t.Fence
 	}
-	return fmt.Errorf("%s: the record is %s: %w", what, cur.State, ledger.ErrStateChanged)
+	return true
 }
 
 func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token []byte) (*ledger.Record, rowMeta, error) {
 	now := s.clock()
 	var leaseUntil *time.Time
-	if t.To == ledger.StateProcessing {
+	if t.To.Waiting() {
 		l := now.Add(orDefault(t.Lease, ledger.DefaultLease))
 		leaseUntil = &l
 	}
@@ -274,7 +308,7 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 	)
 	err := s.with(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		sh := transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: kind != nil, approval: approval != nil}
+		sh := shapeOf(t, kind != nil, approval != nil)
 		args := transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
 		out, meta, err = scanTransitioned(c.QueryRow(ctx, transitionSQL(sh), args...), sh, t, kind, msg, leaseUntil, now, token)
 		return err
@@ -282,38 +316,38 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 	return out, meta, err
 }
 
-// Renew extends the PROCESSING lease held by owner to now+lease. Renewing
-// twice is harmless, so a renewal lost with its connection is simply sent
-// again.
-func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease time.Duration) error {
-	if err := id.Validate(); err != nil {
+// Renew extends the lease l (PROCESSING or PENDING_APPROVAL, its owner
+// and fence) to now+d. Renewing twice is harmless, so a renewal lost with
+// its connection is simply sent again.
+func (s *Store) Renew(ctx context.Context, l ledger.Lease, d time.Duration) error {
+	if err := l.ID.Validate(); err != nil {
 		return err
 	}
 	var n int64
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			now := s.clock()
-			tag, err := c.Exec(ctx, `UPDATE records SET lease_until = $5, updated_at = $6
+			tag, err := c.Exec(ctx, `UPDATE records SET lease_until = $6, updated_at = $7
 				WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
-					AND state = 'PROCESSING' AND owner = $4`,
-				id.Tenant, id.Tool, id.Key, owner, now.Add(orDefault(lease, ledger.DefaultLease)), now)
+					AND state IN ('PROCESSING', 'PENDING_APPROVAL') AND owner = $4 AND fence = $5`,
+				l.Tenant, l.Tool, l.Key, l.Owner, l.Fence, now.Add(orDefault(d, ledger.DefaultLease)), now)
 			n = tag.RowsAffected()
 			return err
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: renew %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), err)
+		return fmt.Errorf("postgres: renew %s key %s: %w", l.Tool, ledger.ShortHash(l.Key), err)
 	}
 	if n == 1 {
 		return nil
 	}
-	cur, _, err := s.get(ctx, id)
+	cur, _, err := s.get(ctx, l.ID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return fmt.Errorf("postgres: renew %s key %s: no such record: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrLeaseLost)
+		return fmt.Errorf("postgres: renew %s key %s: no such record: %w", l.Tool, ledger.ShortHash(l.Key), ledger.ErrLeaseLost)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: renew %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), err)
+		return fmt.Errorf("postgres: renew %s key %s: %w", l.Tool, ledger.ShortHash(l.Key), err)
 	}
-	return fmt.Errorf("postgres: renew %s key %s: the record is %s owned by %q, not %q: %w",
-		id.Tool, ledger.ShortHash(id.Key), cur.State, cur.Owner, owner, ledger.ErrLeaseLost)
+	return fmt.Errorf("postgres: renew %s key %s: the record is %s, owner %q at fence %d, not %q at fence %d: %w",
+		l.Tool, ledger.ShortHash(l.Key), cur.State, cur.Owner, cur.Fence, l.Owner, l.Fence, ledger.ErrLeaseLost)
 }

@@ -78,8 +78,12 @@ func waitFrom(ctx context.Context, t *testing.T, follower *Store, id ledger.ID) 
 
 func complete(ctx context.Context, t *testing.T, st *Store, id ledger.ID) {
 	t.Helper()
+	cur, err := st.Get(ctx, id)
+	if err != nil {
+		t.Fatalf("Get(%q) = %v", id.Key, err)
+	}
 	if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-		Owner: "writer", Result: json.RawMessage(`{"ok":true}`)}); err != nil {
+		Owner: "writer", Fence: cur.Fence, Result: json.RawMessage(`{"ok":true}`)}); err != nil {
 		t.Fatalf("Transition(%q) = %v", id.Key, err)
 	}
 }

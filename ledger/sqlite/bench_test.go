@@ -44,7 +44,7 @@ func claimComplete(b *testing.B, st *sqlite.Store, key string) {
 		b.Fatalf("Claim(%q) = {Won: %v}, %v", key, c.Won, err)
 	}
 	if _, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-		Owner: "bench", Result: smallResult, AddAttempts: 1}); err != nil {
+		Owner: "bench", Fence: c.Record.Fence, Result: smallResult, AddAttempts: 1}); err != nil {
 		b.Fatalf("Transition(%q) = %v", key, err)
 	}
 }

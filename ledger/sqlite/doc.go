@@ -23,6 +23,12 @@
 // newer schema, is refused with ErrNotDatabase or ErrSchemaTooNew and left
 // untouched. New files are created with mode 0600 in a 0700 folder.
 //
+// Every write by a lease holder (Transition from PROCESSING or
+// PENDING_APPROVAL, Renew) is one UPDATE conditional on the state, the
+// owner and the fence, so a stale owner's write matches no row and changes
+// nothing; each claim that wins raises the key's fence in the same
+// statement that claims it.
+//
 // Wait wakes immediately on changes made through the same Store and polls
 // with a bounded backoff for changes made by other processes.
 package sqlite

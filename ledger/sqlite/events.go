@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -25,7 +24,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []ledger.Event) error {
 		return nil
 	}
 	for i, e := range events {
-		if err := checkEvent(e); err != nil {
+		if err := e.Validate(); err != nil {
 			return fmt.Errorf("sqlite: append events: event %d: %w", i, err)
 		}
 	}
@@ -41,19 +40,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []ledger.Event) error {
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: append events: %w", err)
-	}
-	return nil
-}
-
-func checkEvent(e ledger.Event) error {
-	if err := ledger.ValidateTenant(e.Tenant); err != nil {
-		return err
-	}
-	if e.Side != ledger.SideClient && e.Side != ledger.SideServer {
-		return fmt.Errorf("side %q is neither %q nor %q", e.Side, ledger.SideClient, ledger.SideServer)
-	}
-	if e.Tool == "" || e.Outcome == "" || e.At.IsZero() {
-		return errors.New("tool, outcome and time are required")
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func Example() {
 	fmt.Println("first call executes:", first.Won)
 	if _, err := st.Transition(ctx, ledger.Transition{
 		ID: req.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-		Owner: "worker-1", Result: json.RawMessage(`{"content":[{"type":"text","text":"pay_1"}]}`),
+		Owner: "worker-1", Fence: first.Record.Fence, Result: json.RawMessage(`{"content":[{"type":"text","text":"pay_1"}]}`),
 		AddAttempts: 1,
 	}); err != nil {
 		log.Fatal(err)

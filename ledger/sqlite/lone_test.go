@@ -48,15 +48,23 @@ func TestLoneWrites(t *testing.T) {
 		}, ledger.ErrKeyReused, 0},
 		{"stale owner", func() error {
 			_, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing,
-				To: ledger.StateSucceeded, Owner: "owner-2"})
+				To: ledger.StateSucceeded, Owner: "owner-2", Fence: won.Fence})
+			return err
+		}, ledger.ErrLeaseLost, 0},
+		{"stale fence", func() error {
+			_, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing,
+				To: ledger.StateSucceeded, Owner: "owner-1", Fence: won.Fence + 1})
 			return err
 		}, ledger.ErrLeaseLost, 0},
 		{"renew by stranger", func() error {
-			return st.Renew(ctx, req.ID, "owner-2", 0)
+			return st.Renew(ctx, ledger.Lease{ID: req.ID, Owner: "owner-2", Fence: won.Fence}, 0)
 		}, ledger.ErrLeaseLost, 0},
+		{"renew", func() error {
+			return st.Renew(ctx, ledger.LeaseOf(won), 0)
+		}, nil, 1},
 		{"complete", func() error {
 			_, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing,
-				To: ledger.StateRetryable, Owner: "owner-1"})
+				To: ledger.StateRetryable, Owner: "owner-1", Fence: won.Fence})
 			return err
 		}, nil, 1},
 		{"take over retryable", func() error {

@@ -112,7 +112,7 @@ func runChild(role, path, owner string) error {
 		if c.Won {
 			result := json.RawMessage(fmt.Sprintf(`{"by":%q}`, owner))
 			if _, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-				Owner: owner, Result: result, AddAttempts: 1}); err != nil {
+				Owner: owner, Fence: c.Record.Fence, Result: result, AddAttempts: 1}); err != nil {
 				return err
 			}
 		}
@@ -134,11 +134,12 @@ func runChild(role, path, owner string) error {
 			return err
 		}
 		complete := func(key string) error {
-			if _, err := st.Claim(ctx, claimReq(key, owner)); err != nil {
+			c, err := st.Claim(ctx, claimReq(key, owner))
+			if err != nil {
 				return err
 			}
-			_, err := st.Transition(ctx, ledger.Transition{ID: claimReq(key, owner).ID, From: ledger.StateProcessing,
-				To: ledger.StateSucceeded, Owner: owner, Result: json.RawMessage(fmt.Sprintf(`{"key":%q}`, key))})
+			_, err = st.Transition(ctx, ledger.Transition{ID: c.Record.ID, From: ledger.StateProcessing,
+				To: ledger.StateSucceeded, Owner: owner, Fence: c.Record.Fence, Result: json.RawMessage(fmt.Sprintf(`{"key":%q}`, key))})
 			if err == nil {
 				fmt.Printf("done %s\n", key) // printed only once committed
 			}

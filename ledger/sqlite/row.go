@@ -12,13 +12,13 @@ import (
 // columns is the select list every read and RETURNING clause uses, in the
 // order scanRecord expects.
 const columns = `tenant, tool, key, session, fingerprint, arguments, state,
-	attempts, result, compacted, error_kind, error_message, owner, lease_until,
+	attempts, fence, result, compacted, error_kind, error_message, owner, lease_until,
 	approval, trace_id, span_id, reuse_policy, tombstone, created_at,
 	updated_at, expires_at`
 
 // Settled states as an SQL list; kept in step with ledger.State.Settled by
 // TestSettledList.
-const settledList = `('SUCCEEDED', 'FAILED', 'RETRYABLE', 'DENIED')`
+const settledList = `('SUCCEEDED', 'FAILED', 'RETRYABLE', 'REJECTED', 'DENIED')`
 
 type scanner interface {
 	Scan(dest ...any) error
@@ -34,7 +34,7 @@ func scanRecord(row scanner) (*ledger.Record, error) {
 		state, policy                      string
 	)
 	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &args,
-		&state, &r.Attempts, &result, &compacted, &r.ErrorKind, &r.ErrorMessage,
+		&state, &r.Attempts, &r.Fence, &result, &compacted, &r.ErrorKind, &r.ErrorMessage,
 		&r.Owner, &leaseUntil, &approval, &r.TraceID, &r.SpanID, &policy,
 		&tombstone, &created, &updated, &expi)
 	if err != nil {

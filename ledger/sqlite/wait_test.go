@@ -28,7 +28,8 @@ func TestWaitIsWokenWithoutPolling(t *testing.T) {
 		}
 	})
 	req := claimReq("k1", "owner-1")
-	if _, err := st.Claim(ctx, req); err != nil {
+	claimed, err := st.Claim(ctx, req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -45,7 +46,7 @@ func TestWaitIsWokenWithoutPolling(t *testing.T) {
 	<-blocked // Wait has read PROCESSING and is blocked
 	start := time.Now()
 	if _, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-		Owner: "owner-1", Result: json.RawMessage(`{"ok":1}`)}); err != nil {
+		Owner: "owner-1", Fence: claimed.Record.Fence, Result: json.RawMessage(`{"ok":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	o := <-done
@@ -80,7 +81,8 @@ func TestWaitPollsForOtherProcesses(t *testing.T) {
 		}
 	})
 	req := claimReq("k1", "owner-1")
-	if _, err := a.Claim(ctx, req); err != nil {
+	claimed, err := a.Claim(ctx, req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -94,7 +96,7 @@ func TestWaitPollsForOtherProcesses(t *testing.T) {
 		done <- r
 	}()
 	<-blocked // b has polled a few times and still sees PROCESSING
-	if _, err := a.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateFailed, Owner: "owner-1"}); err != nil {
+	if _, err := a.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateFailed, Owner: "owner-1", Fence: claimed.Record.Fence}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-done; r == nil || r.State != ledger.StateFailed {

@@ -11,6 +11,7 @@ import (
 )
 
 const (
+	// A new key starts at fence 1, the column's default.
 	insertClaim = `INSERT INTO records (tenant, tool, key, session, fingerprint,
 		arguments, state, owner, lease_until, trace_id, span_id, reuse_policy,
 		created_at, updated_at, expires_at)
@@ -18,24 +19,35 @@ const (
 	ON CONFLICT (tenant, tool, key) DO NOTHING`
 
 	// replaceExpired turns a settled record past its retention into a new
-	// operation (the Reexecute policy). Tombstones are never replaced.
+	// operation (the Reexecute policy). Tombstones are never replaced. The
+	// fence still grows: an owner of the old operation stays stale.
 	replaceExpired = `UPDATE records SET session = ?, fingerprint = ?,
-		arguments = ?, state = ?, attempts = 0, result = NULL, compacted = 0,
-		error_kind = '', error_message = '', owner = ?, lease_until = ?,
-		approval = NULL, trace_id = ?, span_id = ?, reuse_policy = ?,
-		tombstone = 0, created_at = ?, updated_at = ?, expires_at = ?
+		arguments = ?, state = ?, attempts = 0, fence = fence + 1, result = NULL,
+		compacted = 0, error_kind = '', error_message = '', owner = ?,
+		lease_until = ?, approval = NULL, trace_id = ?, span_id = ?,
+		reuse_policy = ?, tombstone = 0, created_at = ?, updated_at = ?,
+		expires_at = ?
 	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND expires_at <= ? AND state IN ` + settledList + `
 	RETURNING ` + columns
 
-	// takeOver hands a RETRYABLE record (the call provably never reached
-	// the tool) to a new owner.
-	takeOver = `UPDATE records SET state = 'PROCESSING', owner = ?,
-		lease_until = ?, result = NULL, compacted = 0, error_kind = '',
-		error_message = '', trace_id = ?, span_id = ?, updated_at = ?,
-		expires_at = ?
+	// reclaim hands a record on which nothing ran to a new owner, keeping
+	// Attempts and CreatedAt: a RETRYABLE record (the call provably never
+	// reached the tool) to the same operation, which keeps its session,
+	// arguments and approval; a REJECTED record to whatever operation
+	// claims it now. SET expressions read the row as it was, so the CASEs
+	// see the old state.
+	reclaim = `UPDATE records SET state = ?, owner = ?, lease_until = ?,
+		fence = fence + 1, result = NULL, compacted = 0, error_kind = '',
+		error_message = '',
+		session = CASE state WHEN 'REJECTED' THEN ? ELSE session END,
+		fingerprint = CASE state WHEN 'REJECTED' THEN ? ELSE fingerprint END,
+		arguments = CASE state WHEN 'REJECTED' THEN ? ELSE arguments END,
+		reuse_policy = CASE state WHEN 'REJECTED' THEN ? ELSE reuse_policy END,
+		approval = CASE state WHEN 'REJECTED' THEN NULL ELSE approval END,
+		trace_id = ?, span_id = ?, updated_at = ?, expires_at = ?
 	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
-		AND state = 'RETRYABLE' AND fingerprint = ?
+		AND (state = 'REJECTED' OR (state = 'RETRYABLE' AND fingerprint = ?))
 	RETURNING ` + columns
 
 	selectRecord = `SELECT ` + columns + ` FROM records
@@ -43,26 +55,36 @@ const (
 
 	// A NULL owner, result or error keeps the stored value: the owner
 	// changes only when the record enters PROCESSING, and a transition that
-	// says nothing about the result or error leaves them as they were.
+	// says nothing about the result or error leaves them as they were. The
+	// last four parameters are the lease check (owner and fence, leaving a
+	// leased state) and the fence check (also for a fenced late result
+	// from UNKNOWN).
 	transition = `UPDATE records SET state = ?, owner = coalesce(?, owner),
-		lease_until = ?, result = coalesce(?, result),
+		lease_until = ?, fence = fence + ?, result = coalesce(?, result),
 		compacted = CASE WHEN ? IS NULL THEN compacted ELSE ? END,
 		error_kind = coalesce(?, error_kind),
 		error_message = coalesce(?, error_message),
 		approval = coalesce(?, approval), attempts = attempts + ?,
 		updated_at = ?
 	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
-		AND state = ? AND (? = 0 OR owner = ?)
+		AND state = ? AND (? = 0 OR owner = ?) AND (? = 0 OR fence = ?)
 	RETURNING ` + columns
 
 	renew = `UPDATE records SET lease_until = ?, updated_at = ?
 	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
-		AND state = 'PROCESSING' AND owner = ?`
+		AND state IN ('PROCESSING', 'PENDING_APPROVAL') AND owner = ? AND fence = ?`
 
-	expireLeases = `UPDATE records SET state = 'UNKNOWN', error_kind = ?,
-		error_message = 'the lease of ' || owner || ' ended before a result was recorded',
+	// An expired PROCESSING lease may have run the call (UNKNOWN); an
+	// expired PENDING_APPROVAL lease ran nothing (REJECTED). Owner and
+	// fence stay, so the late result of that owner can still be matched.
+	expireLeases = `UPDATE records SET
+		state = CASE state WHEN 'PROCESSING' THEN 'UNKNOWN' ELSE 'REJECTED' END,
+		error_kind = CASE state WHEN 'PROCESSING' THEN ? ELSE ? END,
+		error_message = CASE state
+			WHEN 'PROCESSING' THEN 'the lease of ' || owner || ' ended before a result was recorded'
+			ELSE 'the approval lease of ' || owner || ' ended before anyone answered' END,
 		lease_until = 0, updated_at = ?
-	WHERE state = 'PROCESSING' AND lease_until <= ?
+	WHERE state IN ('PROCESSING', 'PENDING_APPROVAL') AND lease_until <= ?
 	RETURNING tenant, tool, key`
 
 	// Purge matches settled records past retention, or not updated since
@@ -70,8 +92,10 @@ const (
 	purgeMatch = `state IN ` + settledList + `
 		AND (expires_at <= ? OR (? AND updated_at < ?))`
 
+	// A REJECTED record ran nothing, so even under the Verify policy there
+	// is nothing for a tombstone to guard: it is deleted.
 	purgeDelete = `DELETE FROM records
-	WHERE (tombstone = 1 OR reuse_policy <> 'verify') AND ` + purgeMatch
+	WHERE (tombstone = 1 OR reuse_policy <> 'verify' OR state = 'REJECTED') AND ` + purgeMatch
 
 	// A tombstone keeps identity and fingerprint for one more retention
 	// period, measured from now.
@@ -80,12 +104,12 @@ const (
 		error_message = '', approval = NULL, trace_id = '', span_id = '',
 		updated_at = ?,
 		expires_at = ? + (expires_at - created_at)
-	WHERE tombstone = 0 AND reuse_policy = 'verify' AND ` + purgeMatch
+	WHERE tombstone = 0 AND reuse_policy = 'verify' AND state <> 'REJECTED' AND ` + purgeMatch
 )
 
 // Claim implements ledger.Store. The INSERT decides: on a conflict the
-// existing row is replaced only when expired, taken over only when
-// RETRYABLE, and otherwise returned to the follower.
+// existing row is replaced only when expired, reclaimed only when RETRYABLE
+// (same fingerprint) or REJECTED, and otherwise returned to the follower.
 func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
 	if err := req.Validate(); err != nil {
 		return ledger.Claim{}, err
@@ -102,15 +126,15 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	}
 	// Most claims of an existing key are duplicates. A plain read settles
 	// them without the write lock: when the record exists and can be
-	// neither taken over nor replaced, the caller is a follower as of that
-	// read. Creating, taking over or replacing a record is always decided
+	// neither reclaimed nor replaced, the caller is a follower as of that
+	// read. Creating, reclaiming or replacing a record is always decided
 	// by the conflicting INSERT below, never by this read. While other
 	// writes are in flight the read is made here, so that a duplicate does
 	// not wait for their commit; otherwise the op makes it on the write
 	// connection, whose cache the last write left warm.
 	if s.writing() {
-		if r, err := s.getRaw(ctx, req.ID); err == nil && !claimable(r, req.Fingerprint, s.opts.Now()) {
-			return follow(r, req)
+		if r, err := s.getRaw(ctx, req.ID); err == nil && !ledger.Claimable(r, req.Fingerprint, s.opts.Now()) {
+			return ledger.Follow("sqlite", r, req)
 		}
 	}
 	var out ledger.Claim
@@ -122,18 +146,15 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		if tx.autocommit() {
 			// A read outside a transaction: no write lock.
 			r, err := scanRecord(tx.readRow(ctx, selectRecord, req.Tenant, req.Tool, req.Key))
-			if err == nil && !claimable(r, req.Fingerprint, now) {
-				out, claimErr = follow(r, req)
+			if err == nil && !ledger.Claimable(r, req.Fingerprint, now) {
+				out, claimErr = ledger.Follow("sqlite", r, req)
 				return nil, nil
 			}
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("sqlite: claim: read existing record: %w", err)
 			}
 		}
-		var leaseUntil int64
-		if state == ledger.StateProcessing {
-			leaseUntil = nanos(now.Add(lease))
-		}
+		leaseUntil := nanos(now.Add(lease))
 		n, exp := nanos(now), nanos(now.Add(retention))
 		res, err := tx.ExecContext(ctx, insertClaim,
 			req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint,
@@ -145,11 +166,11 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		if inserted, err := res.RowsAffected(); err != nil {
 			return nil, fmt.Errorf("sqlite: claim: %w", err)
 		} else if inserted == 1 {
-			// The new row holds exactly what was bound: no need to read
-			// it back.
+			// The new row holds exactly what was bound and the column
+			// defaults: no need to read it back.
 			out = ledger.Claim{Won: true, Record: &ledger.Record{
 				ID: req.ID, Session: req.Session, Fingerprint: req.Fingerprint,
-				Arguments: cloneRaw(req.Arguments), State: state, Owner: req.Owner,
+				Arguments: cloneRaw(req.Arguments), State: state, Fence: 1, Owner: req.Owner,
 				LeaseUntil: fromNanos(leaseUntil), TraceID: req.TraceID, SpanID: req.SpanID,
 				ReusePolicy: policy, CreatedAt: fromNanos(n), UpdatedAt: fromNanos(n),
 				ExpiresAt: fromNanos(exp),
@@ -170,15 +191,17 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: claim: replace expired record: %w", err)
 		}
-		r, err = scanRecord(tx.QueryRowContext(ctx, takeOver,
-			req.Owner, nanos(now.Add(lease)), req.TraceID, req.SpanID, n, exp,
+		r, err = scanRecord(tx.QueryRowContext(ctx, reclaim,
+			string(state), req.Owner, leaseUntil,
+			req.Session, req.Fingerprint, blob(req.Arguments), string(policy),
+			req.TraceID, req.SpanID, n, exp,
 			req.Tenant, req.Tool, req.Key, req.Fingerprint))
 		if err == nil {
 			out = ledger.Claim{Record: r, Won: true}
 			return []ledger.ID{req.ID}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("sqlite: claim: take over retryable record: %w", err)
+			return nil, fmt.Errorf("sqlite: claim: reclaim record: %w", err)
 		}
 		r, err = scanRecord(tx.QueryRowContext(ctx, selectRecord, req.Tenant, req.Tool, req.Key))
 		if err != nil {
@@ -186,33 +209,13 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		}
 		// A reused key is reported to the caller but is not a failed
 		// write: the batch need not roll anything back for it.
-		out, claimErr = follow(r, req)
+		out, claimErr = ledger.Follow("sqlite", r, req)
 		return nil, nil
 	})
 	if err != nil {
 		return ledger.Claim{}, err
 	}
 	return out, claimErr
-}
-
-// claimable reports whether a Claim with fingerprint fp would take r over
-// (RETRYABLE, same operation) or replace it (settled and expired).
-func claimable(r *ledger.Record, fp string, now time.Time) bool {
-	if r.Tombstone {
-		return false
-	}
-	return (r.State.Settled() && !r.ExpiresAt.After(now)) ||
-		(r.State == ledger.StateRetryable && r.Fingerprint == fp)
-}
-
-// follow is the outcome for a caller that did not win r.
-func follow(r *ledger.Record, req ledger.ClaimRequest) (ledger.Claim, error) {
-	c := ledger.Claim{Record: r}
-	if r.Fingerprint != req.Fingerprint {
-		return c, fmt.Errorf("sqlite: claim %s key %s: stored fingerprint %.12s, request %.12s: %w",
-			req.Tool, ledger.ShortHash(req.Key), r.Fingerprint, req.Fingerprint, ledger.ErrKeyReused)
-	}
-	return c, nil
 }
 
 // Transition implements ledger.Store.
@@ -224,24 +227,32 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	if err := t.ID.Validate(); err != nil {
 		return nil, err
 	}
-	if t.To == ledger.StateProcessing && t.Owner == "" {
-		return nil, errors.New("sqlite: transition to PROCESSING needs an owner")
+	if t.To.Waiting() && t.Owner == "" {
+		return nil, fmt.Errorf("sqlite: transition to %s needs an owner for its lease (see ledger.NewOwner)", t.To)
 	}
 	approval, err := approvalJSON(t.Approval)
 	if err != nil {
 		return nil, err
 	}
-	checkOwner := 0
-	if t.From == ledger.StateProcessing {
-		checkOwner = 1
+	checkOwner, checkFence, addFence := 0, 0, 0
+	switch {
+	case t.From.Waiting():
+		checkOwner, checkFence = 1, 1
+	case t.From == ledger.StateUnknown && t.Fence != 0:
+		checkFence = 1
+	}
+	if t.From == ledger.StateUnknown && t.To == ledger.StateProcessing {
+		addFence = 1 // a re-send is a take-over
 	}
 	var rec *ledger.Record
 	err = s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		var leaseUntil int64
 		var owner, kind, msg, result any
-		if t.To == ledger.StateProcessing {
+		if t.To.Waiting() {
 			leaseUntil = nanos(now.Add(durationOr(t.Lease, ledger.DefaultLease)))
 			owner = t.Owner
+		}
+		if t.To == ledger.StateProcessing {
 			// A new execution starts without the last one's error.
 			kind, msg = "", ""
 		}
@@ -252,9 +263,9 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 			result = []byte(t.Result)
 		}
 		r, err := scanRecord(tx.QueryRowContext(ctx, transition,
-			string(t.To), owner, leaseUntil, result, result, t.Compacted,
+			string(t.To), owner, leaseUntil, addFence, result, result, t.Compacted,
 			kind, msg, approval, t.AddAttempts, nanos(now),
-			t.Tenant, t.Tool, t.Key, string(t.From), checkOwner, t.Owner))
+			t.Tenant, t.Tool, t.Key, string(t.From), checkOwner, t.Owner, checkFence, t.Fence))
 		if err == nil {
 			rec = r
 			return []ledger.ID{t.ID}, nil
@@ -273,32 +284,19 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: transition: %w", err)
 		}
-		return nil, mismatch(t, cur)
+		return nil, ledger.Mismatch("sqlite", t, cur)
 	})
 	return rec, err
 }
 
-func mismatch(t ledger.Transition, cur *ledger.Record) error {
-	what := fmt.Sprintf("sqlite: transition %s -> %s of %s key %s", t.From, t.To, t.Tool, ledger.ShortHash(t.Key))
-	switch {
-	case t.From == ledger.StateProcessing && cur.State == ledger.StateProcessing && !cur.Tombstone:
-		return fmt.Errorf("%s: the lease belongs to %q, not %q: %w", what, cur.Owner, t.Owner, ledger.ErrLeaseLost)
-	case t.From == ledger.StateProcessing:
-		return fmt.Errorf("%s: the record is now %s: %w", what, cur.State, ledger.ErrLeaseLost)
-	case cur.Tombstone:
-		return fmt.Errorf("%s: the record is a tombstone: %w", what, ledger.ErrStateChanged)
-	}
-	return fmt.Errorf("%s: the record is %s: %w", what, cur.State, ledger.ErrStateChanged)
-}
-
 // Renew implements ledger.Store.
-func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease time.Duration) error {
-	if err := id.Validate(); err != nil {
+func (s *Store) Renew(ctx context.Context, l ledger.Lease, d time.Duration) error {
+	if err := l.ID.Validate(); err != nil {
 		return err
 	}
-	lease = durationOr(lease, ledger.DefaultLease)
+	d = durationOr(d, ledger.DefaultLease)
 	return s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
-		res, err := tx.ExecContext(ctx, renew, nanos(now.Add(lease)), nanos(now), id.Tenant, id.Tool, id.Key, owner)
+		res, err := tx.ExecContext(ctx, renew, nanos(now.Add(d)), nanos(now), l.Tenant, l.Tool, l.Key, l.Owner, l.Fence)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: renew: %w", err)
 		}
@@ -308,15 +306,15 @@ func (s *Store) Renew(ctx context.Context, id ledger.ID, owner string, lease tim
 		if tx.autocommit() {
 			return nil, errNeedTx
 		}
-		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, id.Tenant, id.Tool, id.Key))
+		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, l.Tenant, l.Tool, l.Key))
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("sqlite: renew %s key %s: no such record: %w", id.Tool, ledger.ShortHash(id.Key), ledger.ErrLeaseLost)
+			return nil, fmt.Errorf("sqlite: renew %s key %s: no such record: %w", l.Tool, ledger.ShortHash(l.Key), ledger.ErrLeaseLost)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: renew: %w", err)
 		}
-		return nil, fmt.Errorf("sqlite: renew %s key %s: the record is %s owned by %q, not %q: %w",
-			id.Tool, ledger.ShortHash(id.Key), cur.State, cur.Owner, owner, ledger.ErrLeaseLost)
+		return nil, fmt.Errorf("sqlite: renew %s key %s: the record is %s, owner %q at fence %d, not %q at fence %d: %w",
+			l.Tool, ledger.ShortHash(l.Key), cur.State, cur.Owner, cur.Fence, l.Owner, l.Fence, ledger.ErrLeaseLost)
 	})
 }
 
@@ -325,7 +323,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	var n int
 	err := s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		n = 0
-		rows, err := tx.QueryContext(ctx, expireLeases, ledger.KindLeaseExpired, nanos(now), nanos(now))
+		rows, err := tx.QueryContext(ctx, expireLeases, ledger.KindLeaseExpired, ledger.KindApprovalExpired, nanos(now), nanos(now))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: expire leases: %w", err)
 		}

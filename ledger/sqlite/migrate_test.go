@@ -1,0 +1,117 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/ledgertest"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+// A ledger written by the schema before REJECTED, leases on
+// PENDING_APPROVAL and fences opens with every record kept at fence 1; the
+// next take-over writes fence 2, and a PENDING_APPROVAL record that never
+// had a lease is rejected by the first sweep.
+func TestMigrateFromVersion2(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	now := ledgertest.Start
+	n := now.UnixNano()
+	var stmts []string
+	for _, name := range []string{"0001_records.sql", "0002_events.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(b))
+	}
+	row := func(key, state string, leaseUntil int64) string {
+		return `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state, attempts, owner,
+			lease_until, created_at, updated_at, expires_at) VALUES ('acme', 'create_payment', '` + key + `', 's1',
+			'fp-a', X'7B7D', '` + state + `', 1, 'old-owner', ` + itoa(leaseUntil) + `, ` + itoa(n) + `, ` + itoa(n) + `, ` +
+			itoa(now.Add(time.Hour).UnixNano()) + `)`
+	}
+	stmts = append(stmts,
+		row("done", "SUCCEEDED", 0),
+		row("retry", "RETRYABLE", 0),
+		row("prompt", "PENDING_APPROVAL", 0),
+		row("running", "PROCESSING", now.Add(time.Minute).UnixNano()),
+		"PRAGMA user_version = 2",
+		"PRAGMA application_id = 1296257100", // "MCPL"
+	)
+	rawExec(t, path, stmts...)
+
+	st, err := sqlite.Open(ctx, path, &sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatalf("Open(a version 2 ledger) = %v", err)
+	}
+	defer st.Close()
+	id := func(key string) ledger.ID { return ledger.ID{Tenant: "acme", Tool: "create_payment", Key: key} }
+	for _, key := range []string{"done", "retry", "prompt", "running"} {
+		r, err := st.Get(ctx, id(key))
+		if err != nil || r.Fence != 1 || r.Attempts != 1 || r.Owner != "old-owner" || string(r.Arguments) != "{}" {
+			t.Fatalf("Get(%q) after migration = %+v, %v; want the record kept, at fence 1", key, r, err)
+		}
+	}
+
+	c, err := st.Claim(ctx, claimReq("retry", "new-owner"))
+	if err != nil || !c.Won || c.Record.Fence != 2 {
+		t.Errorf("take-over of a migrated RETRYABLE record = {Won: %v, Fence: %d}, %v; want won at fence 2", c.Won, fenceOf(c), err)
+	}
+	if n, err := st.ExpireLeases(ctx); err != nil || n != 1 {
+		t.Errorf("ExpireLeases() after migration = %d, %v; want 1 (the lease-less PENDING_APPROVAL record)", n, err)
+	}
+	if r, err := st.Get(ctx, id("prompt")); err != nil || r.State != ledger.StateRejected || r.ErrorKind != ledger.KindApprovalExpired {
+		t.Errorf("lease-less PENDING_APPROVAL after the sweep = %v, %v; want REJECTED %q", stateOf(r), err, ledger.KindApprovalExpired)
+	}
+	other := claimReq("prompt", "new-owner")
+	other.Fingerprint = "fp-other"
+	if c, err := st.Claim(ctx, other); err != nil || !c.Won || c.Record.Fence != 2 {
+		t.Errorf("claim of the rejected record with other arguments = {Won: %v, Fence: %d}, %v; want won at fence 2", c.Won, fenceOf(c), err)
+	}
+	if _, err := st.Transition(ctx, ledger.Transition{ID: id("running"), From: ledger.StateProcessing, To: ledger.StateSucceeded,
+		Owner: "old-owner", Fence: 1}); err != nil {
+		t.Errorf("completion of a migrated PROCESSING record under fence 1 = %v; want success", err)
+	}
+	_, err = st.Transition(ctx, ledger.Transition{ID: id("done"), From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "old-owner", Fence: 1})
+	if !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Errorf("Transition of a finished migrated record = %v; want ErrLeaseLost", err)
+	}
+
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var indexes int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'records'
+		AND name IN ('records_list', 'records_recent', 'records_lease', 'records_expiry', 'records_updated', 'records_unknown')`).Scan(&indexes); err != nil {
+		t.Fatal(err)
+	}
+	if indexes != 6 {
+		t.Errorf("records has %d of its 6 indexes after the rebuild", indexes)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func fenceOf(c ledger.Claim) int64 {
+	if c.Record == nil {
+		return -1
+	}
+	return c.Record.Fence
+}
+
+func stateOf(r *ledger.Record) ledger.State {
+	if r == nil {
+		return ""
+	}
+	return r.State
+}
