@@ -200,6 +200,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		if rec := r.get(t, "pay-42", "create_payment"); rec.State != ledger.StateSucceeded || rec.Approval.By != "ana" || rec.Approval.Reason != "invoice checked" {
 			t.Errorf("pay-42 = %s approval %+v; want SUCCEEDED approved by ana", rec.State, rec.Approval)
 		}
+		run(t, ctx, "open pay-42 again", chromedp.Navigate(r.web.URL+"/record?tool=create_payment&key=pay-42"), chromedp.WaitVisible(css(`#timeline`)))
+		if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "approved by ana") || !strings.Contains(tl, "SUCCEEDED") {
+			t.Errorf("timeline after the run = %q; want the approval and SUCCEEDED", tl)
+		}
+		shoot(t, ctx, shots, "record-approved")
 	})
 
 	t.Run("reconciling an UNKNOWN changes its state", func(t *testing.T) {
@@ -240,7 +245,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		shoot(t, ctx, shots, "stats")
 	})
 
-	for _, name := range []string{"records", "record", "approvals", "unknown", "records-live", "stats"} {
+	for _, name := range []string{"records", "record", "approvals", "record-approved", "unknown", "records-live", "stats"} {
 		if info, err := os.Stat(filepath.Join(shots, name+".png")); err != nil || info.Size() == 0 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}
