@@ -93,6 +93,8 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 			// The host asks the person and calls again with the answer; the
 			// record waits, leased, in PENDING_APPROVAL for that round.
 			return nil, err
+		case errors.Is(err, confirm.ErrNoConfirmer) && c.opts.Policy.QueuesUnasked():
+			return nil, c.handOver(ctx, op, rec)
 		case err != nil:
 			askErr = err
 			rep = ledger.Report{On: ledger.OnNoAnswer, ErrorKind: ledger.KindNoAnswer, ErrorMessage: ledger.OneLine(err.Error(), 300)}

@@ -117,6 +117,23 @@ func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimReq
 	return nil, c.fail(op, rec, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State))
 }
 
+// handOver queues a call whose confirmer found no one to ask: the record
+// it holds, PENDING_APPROVAL under this process's lease, is taken over by
+// the queue under the approval's expiry.
+func (c *Client) handOver(ctx context.Context, op *operation, rec *ledger.Record) error {
+	tool := confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}
+	after, err := c.store.Transition(ctx, ledger.Transition{
+		ID: rec.ID, From: ledger.StatePendingApproval, To: ledger.StatePendingApproval,
+		Owner: rec.Owner, Fence: rec.Fence, NewOwner: queueOwner(false, c.opts.Policy.Version(), c.requester()),
+		Lease: c.opts.Policy.Expiry(tool),
+	})
+	if err != nil {
+		return c.fail(op, rec, fmt.Errorf("client: queue %s for approval: %w", op.name, err))
+	}
+	c.log.Info("call queued for approval: no one to ask", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", after.LeaseUntil)
+	return c.fail(op, after, ErrAwaitingApproval)
+}
+
 // queued answers a call that found its record queued: still waiting
 // (ErrAwaitingApproval), approved (take it over and run it once), or past
 // its expiry (end the lease; again reports the key is free to claim). ok is

@@ -318,6 +318,26 @@ func TestQueueWhenNoOneCanBeAsked(t *testing.T) {
 	f.queued(t, client.WithKey(context.Background(), "order-7"), write("a", 1))
 }
 
+// A confirmer that finds no one to ask (a host without elicitation, no
+// terminal) hands the call to the queue when the policy says so.
+func TestQueueWhenTheConfirmerFindsNoOne(t *testing.T) {
+	p := askWrite()
+	p.WhenNoOneCanBeAsked = confirm.Queue
+	f := newQueueFixture(t, ledgers[0], &client.Options{Policy: p, Confirmer: confirm.Chain()})
+	ce := f.queued(t, client.WithKey(context.Background(), "order-12"), write("a", 1))
+	rec := record(t, f.caller, "write", ce.Key)
+	if q, ok := client.QueuedCall(rec); !ok || ledger.OwnerGone(rec.Owner) || rec.Fence != 2 {
+		t.Fatalf("record owner %q fence %d = %+v, %v; want the queue's, fence 2 (taken over from the asking process)", rec.Owner, rec.Fence, q, ok)
+	}
+	f.decide(t, ce.Key, client.Decision{Approve: true, By: "bob"})
+	if _, err := f.c.Call(client.WithKey(context.Background(), "order-12"), write("a", 1)); err != nil {
+		t.Fatalf("approved call = %v", err)
+	}
+	if n := f.srv.TotalExecutions(); n != 1 {
+		t.Fatalf("TotalExecutions = %d; want 1", n)
+	}
+}
+
 func TestQueuedSessionApproval(t *testing.T) {
 	f := newQueueFixture(t, ledgers[0], &client.Options{Policy: queueWrite(), Session: "s1"})
 	ce := f.queued(t, client.WithKey(context.Background(), "order-8"), write("a", 1))
