@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,6 +23,8 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/internal/console"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -44,6 +48,12 @@ func newRig(t *testing.T) *rig {
 		t.Fatalf("sqlite.Open = %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newRigOn(t, st)
+}
+
+func newRigOn(t *testing.T, st ledger.Store) *rig {
+	t.Helper()
+	var err error
 	r := &rig{st: st, mcp: mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, nil)}
 	r.mcp.AddTool(&mcp.Tool{Name: "create_payment", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -245,5 +255,83 @@ func TestPagesRender(t *testing.T) {
 		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
 			t.Errorf("GET %s = %d; want a 4xx with a message", path, resp.StatusCode)
 		}
+	}
+}
+
+// The console on a PostgreSQL ledger, through a browser's requests: the
+// token in the URL becomes a cookie, forms carry the CSRF token and the
+// Origin, an approval makes the queued call run once, a reconciliation
+// settles the UNKNOWN record.
+func TestConsoleOnPostgres(t *testing.T) {
+	st, err := postgres.Open(context.Background(), pgtest.Schema(t), nil)
+	if err != nil {
+		t.Fatalf("postgres.Open = %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newRigOn(t, st)
+	bg := context.Background()
+	pay := call("create_payment", map[string]any{"payee": "acme", "amount_cents": 100})
+	if _, err := r.agent.Call(client.WithKey(bg, "pay-pg"), pay); !errors.Is(err, client.ErrAwaitingApproval) {
+		t.Fatalf("queue = %v", err)
+	}
+	r.unknown(t, "refund-pg")
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar}
+	page := func(path string) string {
+		t.Helper()
+		resp, err := browser.Get(r.web.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d, %v: %s", path, resp.StatusCode, err, b)
+		}
+		return string(b)
+	}
+	home := page("/?token=" + url.QueryEscape(r.con.Token()))
+	if !strings.Contains(home, "pay-pg") || !strings.Contains(home, "refund-pg") {
+		t.Fatalf("records page on PostgreSQL lacks the records:\n%s", home)
+	}
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page("/approvals"))
+	if m == nil {
+		t.Fatal("the approvals page has no CSRF token")
+	}
+	post := func(path string, form url.Values) {
+		t.Helper()
+		form.Set("csrf", m[1])
+		req, err := http.NewRequest("POST", r.web.URL+path, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", r.web.URL)
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK || strings.Contains(string(b), `class="error"`) {
+			t.Fatalf("POST %s = %d, %v: %s", path, resp.StatusCode, err, b)
+		}
+	}
+	post("/approve", url.Values{"tenant": {"default"}, "tool": {"create_payment"}, "key": {"pay-pg"}, "reason": {"ok"}})
+	if _, err := r.agent.Call(client.WithKey(bg, "pay-pg"), pay); err != nil {
+		t.Fatalf("the approved call = %v", err)
+	}
+	if n := r.runs.Load(); n != 1 {
+		t.Fatalf("create_payment ran %d times; want 1", n)
+	}
+	post("/reconcile", url.Values{"tenant": {"default"}, "tool": {"refund"}, "key": {"refund-pg"}, "as": {"succeeded"}, "note": {"seen at the bank"}})
+	if rec := r.get(t, "refund-pg", "refund"); rec.State != ledger.StateSucceeded {
+		t.Fatalf("refund-pg = %s; want SUCCEEDED", rec.State)
+	}
+	if tl := page("/record?tool=refund&key=refund-pg"); !strings.Contains(tl, "seen at the bank") {
+		t.Errorf("the record page does not show the reconciliation note")
 	}
 }
