@@ -49,7 +49,9 @@ nothing runs.`
 			if err != nil {
 				return err
 			}
-			st, err := a.ledger(c.Context(), readOnly)
+			// A decision writes the record (findByKey below refuses a
+			// ledger without it).
+			st, err := a.ledger(c.Context(), readWrite)
 			if err != nil {
 				return err
 			}

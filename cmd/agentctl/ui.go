@@ -42,7 +42,8 @@ and reconciliations are recorded under your name (USER), as the CLI does.`,
 			if err != nil {
 				return err
 			}
-			st, err := a.ledger(c.Context(), readOnly)
+			// The console writes approvals and reconciliations.
+			st, err := a.ledger(c.Context(), readWrite)
 			if err != nil {
 				return err
 			}
