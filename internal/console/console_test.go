@@ -335,3 +335,51 @@ func TestConsoleOnPostgres(t *testing.T) {
 		t.Errorf("the record page does not show the reconciliation note")
 	}
 }
+
+func TestPaging(t *testing.T) {
+	r := newRig(t)
+	bg := context.Background()
+	for i := range 53 {
+		if _, err := r.agent.Call(client.WithKey(bg, fmt.Sprintf("inv-%02d", i)), call("send_invoice", map[string]any{"n": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(path string) string {
+		t.Helper()
+		req, err := http.NewRequest("GET", r.web.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Console-Token", r.con.Token())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d, %v", path, resp.StatusCode, err)
+		}
+		return string(b)
+	}
+	first := get("/?tool=send_invoice")
+	rowRE := regexp.MustCompile(`<tr data-id="default/send_invoice/(inv-\d+)">`)
+	seen := map[string]bool{}
+	for _, m := range rowRE.FindAllStringSubmatch(first, -1) {
+		seen[m[1]] = true
+	}
+	next := regexp.MustCompile(`id="next" href="/\?([^"]+)"`).FindStringSubmatch(first)
+	if len(seen) != 50 || next == nil {
+		t.Fatalf("first page shows %d records, next link %v; want 50 and a link", len(seen), next)
+	}
+	second := get("/?" + strings.ReplaceAll(next[1], "&amp;", "&"))
+	for _, m := range rowRE.FindAllStringSubmatch(second, -1) {
+		if seen[m[1]] {
+			t.Errorf("%s is on both pages", m[1])
+		}
+		seen[m[1]] = true
+	}
+	if len(seen) != 53 || strings.Contains(second, `id="next"`) {
+		t.Errorf("two pages show %d records; want all 53 and no third page", len(seen))
+	}
+}
