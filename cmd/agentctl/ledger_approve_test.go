@@ -32,13 +32,15 @@ func TestQueuedCallApprovedFromAnotherProcess(t *testing.T) {
 	policy := e.queuePolicy("")
 	alice, bob := []string{policy, "USER=alice"}, []string{policy, "USER=bob"}
 	start := time.Now()
-	o := e.runEnv(nil, alice, append([]string{"--json", "call", "--server", e.server, "--key", "order-q"}, pay...)...)
+	o := e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-q"}, pay...)...)
 	o.wantExit(t, exitAwaiting, "awaits a person's approval", "agentctl ledger approve order-q", "nothing ran")
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("the queued call took %v; want an answer at once", took)
 	}
-	if r := oneCall(t, o); r.Key != "order-q" || r.State != string(ledger.StatePendingApproval) {
-		t.Errorf("--json call = %+v; want key order-q, PENDING_APPROVAL", r)
+	show := e.run(nil, "--json", "ledger", "show", "order-q")
+	show.wantExit(t, exitOK)
+	if recs := jsonLines[ledger.Record](t, show.stdout); len(recs) != 1 || recs[0].State != ledger.StatePendingApproval || recs[0].Attempts != 0 {
+		t.Errorf("ledger show order-q = %+v; want PENDING_APPROVAL, no attempt", recs)
 	}
 	if n := e.paymentsFor("order-q"); n != 0 {
 		t.Fatalf("payments for order-q = %d before approval; want 0", n)
