@@ -69,6 +69,9 @@ func Verify(r io.Reader) (Report, error) {
 		if l.Seq != n-1 {
 			return rep, &Broken{Line: n, Why: fmt.Sprintf("its sequence number is %d, want %d: lines were removed, added or reordered here", l.Seq, n-1)}
 		}
+		if l.Prev != prevSum && n == 1 {
+			return rep, &Broken{Line: 1, Why: "the first line carries a previous line's hash: it was changed"}
+		}
 		if l.Prev != prevSum {
 			return rep, &Broken{Line: n - 1, Why: fmt.Sprintf("its hash is %s but line %d carries %s: line %d was changed", short(prevSum), n, short(l.Prev), n-1)}
 		}
