@@ -66,6 +66,11 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		}
 		if rec.State == ledger.StatePendingApproval {
 			if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
+				if c.unasked(err) {
+					// No one could be asked: the REJECTED record is
+					// claimed again, for the queue.
+					return c.enqueue(ctx, op, req)
+				}
 				return nil, err
 			}
 		}
@@ -93,15 +98,13 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 			// The host asks the person and calls again with the answer; the
 			// record waits, leased, in PENDING_APPROVAL for that round.
 			return nil, err
-		case errors.Is(err, confirm.ErrNoConfirmer) && c.opts.Policy.QueuesUnasked():
-			return nil, c.handOver(ctx, op, rec)
 		case err != nil:
 			askErr = err
 			rep = ledger.Report{On: ledger.OnNoAnswer, ErrorKind: ledger.KindNoAnswer, ErrorMessage: ledger.OneLine(err.Error(), 300)}
 		case ans.Decision == ledger.DecisionDenied:
 			rep = ledger.Report{On: ledger.OnDeny, ErrorKind: "denied", ErrorMessage: ans.Reason, Approval: ans.Approval(c.opts.Now())}
 		default:
-			rep = ledger.Report{On: ledger.OnApprove, Approval: c.bind(op, ans.Approval(c.opts.Now()))}
+			rep = ledger.Report{On: ledger.OnApprove, Approval: ans.Approval(c.opts.Now())}
 		}
 	}
 	after, err := c.lc.Settle(ctx, l, ledger.StatePendingApproval, rep)
@@ -164,7 +167,7 @@ func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, erro
 			return false, fmt.Errorf("client: session approvals: %w", err)
 		}
 		for _, r := range page.Records {
-			if c.standing(r.Approval) {
+			if c.standing(op, r) {
 				return true, nil
 			}
 		}

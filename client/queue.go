@@ -117,21 +117,10 @@ func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimReq
 	return nil, c.fail(op, rec, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State))
 }
 
-// handOver queues a call whose confirmer found no one to ask: the record
-// it holds, PENDING_APPROVAL under this process's lease, is taken over by
-// the queue under the approval's expiry.
-func (c *Client) handOver(ctx context.Context, op *operation, rec *ledger.Record) error {
-	tool := confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}
-	after, err := c.store.Transition(ctx, ledger.Transition{
-		ID: rec.ID, From: ledger.StatePendingApproval, To: ledger.StatePendingApproval,
-		Owner: rec.Owner, Fence: rec.Fence, NewOwner: queueOwner(false, c.opts.Policy.Version(), c.requester()),
-		Lease: c.opts.Policy.Expiry(tool),
-	})
-	if err != nil {
-		return c.fail(op, rec, fmt.Errorf("client: queue %s for approval: %w", op.name, err))
-	}
-	c.log.Info("call queued for approval: no one to ask", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", after.LeaseUntil)
-	return c.fail(op, after, ErrAwaitingApproval)
+// unasked reports whether err is a confirmation that found no one to ask
+// under a policy that queues such calls instead.
+func (c *Client) unasked(err error) bool {
+	return c.opts.Policy.QueuesUnasked() && errors.Is(err, ErrRejected) && errors.Is(err, confirm.ErrNoConfirmer)
 }
 
 // queued answers a call that found its record queued: still waiting
@@ -200,25 +189,21 @@ func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.T
 	return ""
 }
 
-// bind ties an approval given at the call to what it approved: the
-// arguments, the policy version and, for "approve for this session", how
-// long it stands.
-func (c *Client) bind(op *operation, ap *ledger.Approval) *ledger.Approval {
-	ap.Fingerprint, ap.PolicyVersion, ap.Requester = op.fp, c.opts.Policy.Version(), c.requester()
-	if ap.Decision == ledger.DecisionApprovedSession {
-		ap.Expires = ap.At.Add(c.opts.Policy.Expiry(confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}))
-	}
-	return ap
-}
-
-// standing reports whether ap approves later calls of its tool in its
-// session: "approve for this session", not expired, given under the
-// policy in force.
-func (c *Client) standing(ap *ledger.Approval) bool {
+// standing reports whether r's approval approves later calls of its tool
+// in its session: "approve for this session", not expired, given under
+// the policy in force. An answer given at a prompt carries no expiry or
+// policy version of its own: it lasts the policy's approval expiry from
+// when it was given.
+func (c *Client) standing(op *operation, r *ledger.Record) bool {
+	ap := r.Approval
 	if ap == nil || ap.Decision != ledger.DecisionApprovedSession {
 		return false
 	}
-	if !ap.Expires.IsZero() && !c.opts.Now().Before(ap.Expires) {
+	expires := ap.Expires
+	if expires.IsZero() {
+		expires = ap.At.Add(c.opts.Policy.Expiry(confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}))
+	}
+	if !c.opts.Now().Before(expires) {
 		return false
 	}
 	return ap.PolicyVersion == "" || ap.PolicyVersion == c.opts.Policy.Version()

@@ -327,7 +327,7 @@ func TestQueueWhenTheConfirmerFindsNoOne(t *testing.T) {
 	ce := f.queued(t, client.WithKey(context.Background(), "order-12"), write("a", 1))
 	rec := record(t, f.caller, "write", ce.Key)
 	if q, ok := client.QueuedCall(rec); !ok || ledger.OwnerGone(rec.Owner) || rec.Fence != 2 {
-		t.Fatalf("record owner %q fence %d = %+v, %v; want the queue's, fence 2 (taken over from the asking process)", rec.Owner, rec.Fence, q, ok)
+		t.Fatalf("record owner %q fence %d = %+v, %v; want the queue's, fence 2 (claimed again after no one could be asked)", rec.Owner, rec.Fence, q, ok)
 	}
 	f.decide(t, ce.Key, client.Decision{Approve: true, By: "bob"})
 	if _, err := f.c.Call(client.WithKey(context.Background(), "order-12"), write("a", 1)); err != nil {
