@@ -14,8 +14,13 @@ import (
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
 
-// kindReconciled is the ErrorKind of a record a person reconciled.
-const kindReconciled = client.KindReconciled
+// KindReconciled is the ErrorKind of a record a person reconciled; its
+// ErrorMessage says who, when and the note.
+const kindReconciled = "reconciled"
+
+// metaReconciled marks the result of a reconciled record, beside the replay
+// marker, so a runtime can tell it from a result the tool returned.
+const metaReconciled = "io.github.mcpledger/reconciled"
 
 func newLedgerReconcileCmd(a *app) *cobra.Command {
 	var as, note, tool string
