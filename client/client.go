@@ -55,8 +55,13 @@ type Options struct {
 	// Policy decides allow / ask / deny (default confirm.Default()).
 	Policy *confirm.Policy
 	// Confirmer asks a person. Nil means no one can be asked: a call the
-	// policy says to ask about is denied (fail closed).
+	// policy says to ask about is denied (fail closed), or queued when the
+	// policy says whenNoOneCanBeAsked: queue.
 	Confirmer confirm.Confirmer
+	// Requester names who makes the calls, on queued approvals (a policy
+	// may require the approver to be someone else); default "session:"
+	// and the session id.
+	Requester string
 	// Server labels the upstream for the policy and prompts (default the
 	// server's implementation name).
 	Server string

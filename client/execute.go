@@ -17,7 +17,10 @@ import (
 func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 	s := c.Session()
 	verdict := c.opts.Policy.Decide(confirm.Tool{Name: op.name, Server: c.serverName(s), Annotations: annotations(op)})
-	ask := verdict == confirm.Ask
+	if verdict == confirm.Ask && !c.canAsk(ctx) && c.opts.Policy.QueuesUnasked() {
+		verdict = confirm.Queue
+	}
+	ask := verdict == confirm.Ask || verdict == confirm.Queue
 	if ask {
 		ok, err := c.sessionApproved(ctx, op)
 		if err != nil {
@@ -41,6 +44,9 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		TraceID:       traceID,
 		SpanID:        spanID,
 	}
+	if ask && verdict == confirm.Queue {
+		return c.enqueue(ctx, op, req)
+	}
 	var rec *ledger.Record
 	for range 3 {
 		cl, err := c.lc.Claim(ctx, req)
@@ -60,6 +66,11 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		}
 		if rec.State == ledger.StatePendingApproval {
 			if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
+				if c.unasked(err) {
+					// No one could be asked: the REJECTED record is
+					// claimed again, for the queue.
+					return c.enqueue(ctx, op, req)
+				}
 				return nil, err
 			}
 		}
@@ -141,7 +152,7 @@ func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, erro
 			return false, fmt.Errorf("client: session approvals: %w", err)
 		}
 		for _, r := range page.Records {
-			if r.Approval != nil && r.Approval.Decision == ledger.DecisionApprovedSession {
+			if c.standing(op, r) {
 				return true, nil
 			}
 		}

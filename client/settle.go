@@ -20,6 +20,9 @@ import (
 // executes; again reports that the record is reclaimable and the caller
 // should claim it.
 func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) (o *Outcome, err error, again bool) {
+	if o, err, again, ok := c.queued(ctx, op, rec); ok {
+		return o, err, again
+	}
 	if rec.State == ledger.StatePendingApproval && !rec.Tombstone {
 		if _, ok := confirmerFrom(ctx); ok {
 			// This request brings its own confirmer (a host answering an

@@ -50,7 +50,7 @@ func ExampleParse() {
 	// Output:
 	// allow
 	// ask
-	// confirm: policy:1:36: rules[0].action: "alow" is not allow, ask or deny
+	// confirm: policy:1:36: rules[0].action: "alow" is not allow, ask, queue or deny
 }
 
 func ExampleChain() {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // The policy file is JSON. JSON needs nothing outside the standard library,
@@ -255,7 +256,7 @@ func (tp *treeParser) fields(n *node, path string, allowed ...string) (map[strin
 }
 
 func (tp *treeParser) policy(root *node) (*Policy, error) {
-	top, err := tp.fields(root, "", "version", "trusted", "rules", "defaults")
+	top, err := tp.fields(root, "", "version", "trusted", "rules", "defaults", "whenNoOneCanBeAsked", "distinctApprover", "approvalExpiry")
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +290,9 @@ func (tp *treeParser) policy(root *node) (*Policy, error) {
 			p.Rules = append(p.Rules, rule)
 		}
 	}
+	if err := tp.approvals(top, p); err != nil {
+		return nil, err
+	}
 	defaults := true
 	if d, ok := top["defaults"]; ok {
 		if err := tp.want(d, 'b', "defaults"); err != nil {
@@ -303,7 +307,7 @@ func (tp *treeParser) policy(root *node) (*Policy, error) {
 }
 
 func (tp *treeParser) rule(n *node, path string) (Rule, error) {
-	f, err := tp.fields(n, path, "tool", "server", "when", "action", "note")
+	f, err := tp.fields(n, path, "tool", "server", "when", "action", "note", "expiry")
 	if err != nil {
 		return Rule{}, err
 	}
@@ -322,14 +326,19 @@ func (tp *treeParser) rule(n *node, path string) (Rule, error) {
 	}
 	a, ok := f["action"]
 	if !ok {
-		return Rule{}, tp.errAt(n.off, path, `missing "action" (allow, ask or deny)`)
+		return Rule{}, tp.errAt(n.off, path, `missing "action" (allow, ask, queue or deny)`)
 	}
 	if err := tp.want(a, 's', path+".action"); err != nil {
 		return Rule{}, err
 	}
 	r.Action = Verdict(a.str)
 	if !r.Action.Valid() {
-		return Rule{}, tp.errAt(a.off, path+".action", fmt.Sprintf("%q is not allow, ask or deny", a.str))
+		return Rule{}, tp.errAt(a.off, path+".action", fmt.Sprintf("%q is not allow, ask, queue or deny", a.str))
+	}
+	if e, ok := f["expiry"]; ok {
+		if r.Expiry, err = tp.duration(e, path+".expiry"); err != nil {
+			return Rule{}, err
+		}
 	}
 	if note, ok := f["note"]; ok {
 		if err := tp.want(note, 's', path+".note"); err != nil {
@@ -400,4 +409,45 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// approvals reads the policy's settings for queued approvals.
+func (tp *treeParser) approvals(top map[string]*node, p *Policy) error {
+	if w, ok := top["whenNoOneCanBeAsked"]; ok {
+		if err := tp.want(w, 's', "whenNoOneCanBeAsked"); err != nil {
+			return err
+		}
+		if w.str != string(Queue) && w.str != "reject" {
+			return tp.errAt(w.off, "whenNoOneCanBeAsked", fmt.Sprintf("%q is not queue or reject", w.str))
+		}
+		if w.str == string(Queue) {
+			p.WhenNoOneCanBeAsked = Queue
+		}
+	}
+	if d, ok := top["distinctApprover"]; ok {
+		if err := tp.want(d, 'b', "distinctApprover"); err != nil {
+			return err
+		}
+		p.DistinctApprover = d.b
+	}
+	if e, ok := top["approvalExpiry"]; ok {
+		d, err := tp.duration(e, "approvalExpiry")
+		if err != nil {
+			return err
+		}
+		p.ApprovalExpiry = d
+	}
+	return nil
+}
+
+// duration reads a positive Go duration string ("24h", "90m").
+func (tp *treeParser) duration(n *node, path string) (time.Duration, error) {
+	if err := tp.want(n, 's', path); err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(n.str)
+	if err != nil || d <= 0 {
+		return 0, tp.errAt(n.off, path, fmt.Sprintf("%q is not a positive duration such as 24h or 90m", n.str))
+	}
+	return d, nil
 }

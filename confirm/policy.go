@@ -1,24 +1,36 @@
 package confirm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Verdict is what a policy says about a call: run it, ask a person, or refuse.
+// Verdict is what a policy says about a call: run it, ask a person now,
+// queue it for a person to decide later, or refuse.
 type Verdict string
 
-// The three verdicts.
+// The four verdicts.
 const (
 	Allow Verdict = "allow"
 	Ask   Verdict = "ask"
 	Deny  Verdict = "deny"
+	// Queue records the call as awaiting approval and answers at once; a
+	// person approves or denies it later (agentctl ledger approve, the web
+	// console) and the next call with its key runs or gets the denial.
+	Queue Verdict = "queue"
 )
 
-// Valid reports whether v is one of the three verdicts.
-func (v Verdict) Valid() bool { return v == Allow || v == Ask || v == Deny }
+// Valid reports whether v is one of the four verdicts.
+func (v Verdict) Valid() bool { return v == Allow || v == Ask || v == Deny || v == Queue }
+
+// DefaultApprovalExpiry is how long a queued approval waits for a person.
+const DefaultApprovalExpiry = 24 * time.Hour
 
 // Tool is what the policy sees of a tool.
 type Tool struct {
@@ -42,6 +54,9 @@ type Rule struct {
 	Action Verdict     `json:"action"`
 	// Note says why the rule exists; Explain repeats it.
 	Note string `json:"note,omitempty"`
+	// Expiry is how long a call this rule queues waits for a person
+	// (the policy's ApprovalExpiry when zero).
+	Expiry time.Duration `json:"expiry,omitempty"`
 }
 
 // Conditions are tests on a tool's annotations. Every condition that is set
@@ -70,8 +85,55 @@ type Policy struct {
 	Rules []Rule `json:"rules"`
 	// Trusted lists server-name globs whose annotations may allow a call.
 	Trusted []string `json:"trusted,omitempty"`
+	// WhenNoOneCanBeAsked, when Queue, queues an "ask" call that finds no
+	// one to ask (no terminal, a host without elicitation) instead of
+	// rejecting it.
+	WhenNoOneCanBeAsked Verdict `json:"whenNoOneCanBeAsked,omitempty"`
+	// DistinctApprover requires the person who approves a queued call to
+	// be someone other than its requester (separation of duties).
+	DistinctApprover bool `json:"distinctApprover,omitempty"`
+	// ApprovalExpiry is how long a queued call waits for a person
+	// (DefaultApprovalExpiry when zero); a rule's Expiry overrides it.
+	ApprovalExpiry time.Duration `json:"approvalExpiry,omitempty"`
 
 	source string // file the policy came from, for Explain; "" for built-ins
+}
+
+// Version names this policy's content: a digest of its rules and
+// settings. Approvals are bound to it, so a changed policy invalidates the
+// queued and standing approvals given under the old one, while two
+// processes with the same policy agree on its version.
+func (p *Policy) Version() string {
+	if p == nil {
+		p = defaultPolicy
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Every field is a plain value: only a programming mistake gets here.
+		panic(fmt.Sprintf("confirm: encode policy: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+// Expiry returns how long a queued call of t waits for a person.
+func (p *Policy) Expiry(t Tool) time.Duration {
+	if p == nil {
+		return DefaultApprovalExpiry
+	}
+	if i, _ := p.match(t); i >= 0 && p.Rules[i].Expiry > 0 {
+		return p.Rules[i].Expiry
+	}
+	if p.ApprovalExpiry > 0 {
+		return p.ApprovalExpiry
+	}
+	return DefaultApprovalExpiry
+}
+
+// QueuesUnasked reports whether an "ask" call with no one to ask is queued
+// rather than rejected.
+func (p *Policy) QueuesUnasked() bool {
+	return p != nil && p.WhenNoOneCanBeAsked == Queue
 }
 
 // ReadNames are the tool-name globs the default policy takes for reads:

@@ -67,6 +67,13 @@ type Approval struct {
 	By       string    `json:"by"`
 	At       time.Time `json:"at"`
 	Reason   string    `json:"reason,omitempty"`
+	// What a queued or standing approval is bound to: the arguments'
+	// fingerprint, the version of the policy it was asked under, when it
+	// lapses, and who made the call (a policy may require By to differ).
+	Fingerprint   string    `json:"fingerprint,omitempty"`
+	PolicyVersion string    `json:"policyVersion,omitempty"`
+	Expires       time.Time `json:"expires,omitzero"`
+	Requester     string    `json:"requester,omitempty"`
 }
 
 // Approval decisions.

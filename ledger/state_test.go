@@ -23,6 +23,9 @@ var legal = map[[2]ledger.State]bool{
 	{ledger.StateUnknown, ledger.StateSucceeded}:          true, // reconcile, or the fenced late result
 	{ledger.StateUnknown, ledger.StateFailed}:             true, // reconcile, or the fenced late result
 	{ledger.StateUnknown, ledger.StateProcessing}:         true, // re-send to a key-aware server
+
+	// A queued call a person approved waits, leased, for the call that runs it.
+	{ledger.StatePendingApproval, ledger.StatePendingApproval}: true,
 }
 
 func TestCheckTransitionEveryPair(t *testing.T) {

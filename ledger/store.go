@@ -42,7 +42,11 @@ type Store interface {
 	// current state fails with ErrStateChanged; a failed Transition changes
 	// nothing.
 	// UNKNOWN -> PROCESSING (a re-send) is a take-over: the record gets
-	// t.Owner and Fence+1. PENDING_APPROVAL -> PROCESSING keeps the fence.
+	// t.Owner and Fence+1. PENDING_APPROVAL -> PROCESSING keeps the fence,
+	// unless t.NewOwner is set: from a leased state, t.NewOwner takes the
+	// record over (it becomes the owner, with Fence+1) once t.Owner and
+	// t.Fence matched; that is how a queued approval is recorded
+	// (PENDING_APPROVAL -> PENDING_APPROVAL) and consumed (-> PROCESSING).
 	// An empty t.Result, empty t.ErrorKind and t.ErrorMessage, or nil
 	// t.Approval keep the stored values; entering PROCESSING clears the
 	// error. LeaseUntil is set only while the record is leased.
@@ -129,6 +133,9 @@ type Transition struct {
 	// late result from UNKNOWN (see Store.Transition).
 	Owner string
 	Fence int64
+	// NewOwner, when set, takes the record over from Owner: it becomes the
+	// owner with Fence+1 (see Store.Transition).
+	NewOwner string
 	// Lease for a leased To (DefaultLease when zero).
 	Lease        time.Duration
 	Result       json.RawMessage

@@ -25,6 +25,9 @@ const (
 	OnClaimForApproval Trigger = "claim_for_approval"
 	// OnApprove: a person (or a standing approval) said yes.
 	OnApprove Trigger = "approve"
+	// OnApproveLater: a person approved a queued call; the record waits,
+	// leased until the approval expires, for the call that consumes it.
+	OnApproveLater Trigger = "approve_later"
 	// OnDeny: a person or the policy said no.
 	OnDeny Trigger = "deny"
 	// OnNoAnswer: no one could be asked, the prompt was aborted or
@@ -53,7 +56,7 @@ const (
 
 // Triggers lists every trigger in a stable order.
 var Triggers = []Trigger{
-	OnClaim, OnClaimForApproval, OnApprove, OnDeny, OnNoAnswer,
+	OnClaim, OnClaimForApproval, OnApprove, OnApproveLater, OnDeny, OnNoAnswer,
 	OnSucceeded, OnFailed, OnNotSent, OnRefused, OnAmbiguous,
 	OnLeaseExpired, OnOwnerDead, OnResend,
 }
@@ -77,6 +80,7 @@ var table = map[edge]State{
 	{StateRejected, OnClaim}:               StateProcessing,
 	{StateRejected, OnClaimForApproval}:    StatePendingApproval,
 	{StatePendingApproval, OnApprove}:      StateProcessing,
+	{StatePendingApproval, OnApproveLater}: StatePendingApproval,
 	{StatePendingApproval, OnDeny}:         StateDenied,
 	{StatePendingApproval, OnNoAnswer}:     StateRejected,
 	{StatePendingApproval, OnLeaseExpired}: StateRejected,

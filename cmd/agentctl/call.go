@@ -32,6 +32,7 @@ type callFlags struct {
 	args    string
 	policy  string
 	timeout time.Duration
+	waitFor time.Duration // --wait-approval
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -79,6 +80,7 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	fl.BoolVar(&f.yes, "yes", false, "approve a call that needs confirmation")
 	fl.StringVar(&f.args, "args", "", "the arguments as one `JSON` object, or @FILE holding one")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after `DURATION` (connecting, waiting and retries included); a call that may have run is then UNKNOWN (exit 4)")
+	fl.DurationVar(&f.waitFor, "wait-approval", 0, "when the call is queued for approval, wait up to `DURATION` for a person's decision")
 	a.policyFlag(c, &f.policy)
 	return c
 }
@@ -140,6 +142,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		Policy:    policy,
 		Confirmer: a.statusConfirmer(a.confirmer(f.yes)),
 		Logger:    a.logger(),
+		Requester: a.who(),
 		Retry: &retry.Policy{MaxAttempts: maxAttempts, OnRetry: func(err error, next time.Duration, attempt int) {
 			a.status.retrying(toolName, attempt, maxAttempts, next, retryWhy(err))
 		}},
@@ -179,6 +182,9 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	}
 	a.status.set("calling %s…", toolName)
 	out, err := cl.Call(runCtx, params)
+	if f.waitFor > 0 && errors.Is(err, client.ErrAwaitingApproval) {
+		out, err = waitApproval(runCtx, cl, params, f.waitFor, err)
+	}
 	a.status.clear()
 	if err != nil {
 		return fail(err)
@@ -378,7 +384,7 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 	case reasonRejected:
 		e.err = fmt.Errorf("the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
 	case reasonAwaitingApproval:
-		e.err = fmt.Errorf("%s%s awaits a person's approval; approve it, then run the same command again", tool, keyText)
+		return a.awaitingError(tool, key, err)
 	case reasonOutcomeUnknown:
 		if errors.Is(err, context.Canceled) && state == "" {
 			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))

@@ -174,7 +174,7 @@ func callReason(err error, state ledger.State, interrupted, timedOut bool) strin
 		return reasonRejected
 	case errors.Is(err, client.ErrDenied), state == ledger.StateDenied:
 		return reasonDenied
-	case state == ledger.StatePendingApproval:
+	case errors.Is(err, client.ErrAwaitingApproval), state == ledger.StatePendingApproval:
 		return reasonAwaitingApproval
 	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
 		return reasonOutcomeUnknown

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -59,24 +58,7 @@ decided (isError is set for --as failed).`,
 			if r.State != ledger.StateUnknown {
 				return exitf(exitUsage, "record %s (%s) is %s; only UNKNOWN records are reconciled", r.Key, r.Tool, r.State)
 			}
-			by := a.who()
-			now := time.Now().UTC()
-			message := fmt.Sprintf("reconciled as %s by %s at %s", to, by, now.Format(time.RFC3339))
-			if note != "" {
-				message += ": " + note
-			}
-			result, err := reconciledResult(r, to, by, note, message, now)
-			if err != nil {
-				return err
-			}
-			done, err := st.Transition(c.Context(), ledger.Transition{
-				ID:           r.ID,
-				From:         ledger.StateUnknown,
-				To:           to,
-				Result:       result,
-				ErrorKind:    kindReconciled,
-				ErrorMessage: message,
-			})
+			done, err := client.Reconcile(c.Context(), st, r.ID, to, a.who(), note, time.Now())
 			if errors.Is(err, ledger.ErrStateChanged) {
 				return exitf(exitUsage, "record %s changed while reconciling it; look again with agentctl ledger show %s", r.Key, r.Key)
 			}
@@ -95,24 +77,6 @@ decided (isError is set for --as failed).`,
 	c.Flags().StringVar(&note, "note", "", "why: what was checked (`TEXT`, kept on the record)")
 	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
 	return c
-}
-
-// reconciledResult is the CallToolResult a replay of a reconciled operation
-// returns.
-func reconciledResult(r *ledger.Record, to ledger.State, by, note, message string, now time.Time) (json.RawMessage, error) {
-	text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", r.Tool, r.Key, message)
-	res := &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		IsError: to == ledger.StateFailed,
-		Meta: mcp.Meta{metaReconciled: map[string]any{
-			"as": string(to), "by": by, "at": now.Format(time.RFC3339), "note": note,
-		}},
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the reconciled result: %w", err)
-	}
-	return b, nil
 }
 
 // who names the person running agentctl, for approvals and reconciliations.

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"List", testList},
 		{"Payload", testPayload},
 		{"Lifecycle", testLifecycle},
+		{"TakeOver", testTakeOver},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })

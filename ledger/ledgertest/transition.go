@@ -45,7 +45,7 @@ func testTransition(t *testing.T, newStore NewStore) {
 					want := *before
 					want.State, want.Attempts, want.UpdatedAt = to, before.Attempts+1, now
 					want.LeaseUntil = time.Time{}
-					if to == ledger.StateProcessing {
+					if to.Waiting() {
 						want.Owner, want.LeaseUntil = tr.Owner, now.Add(time.Minute)
 					}
 					if from == ledger.StateUnknown && to == ledger.StateProcessing {

@@ -28,11 +28,22 @@ type transitionShape struct {
 	// fenced checks the fence: always when leaving a leased state (with the
 	// owner), and for the late result of an owner from UNKNOWN.
 	fenced bool
+	// takeOver: t.NewOwner takes the lease, under the next fence.
+	takeOver bool
 }
 
 func shapeOf(t ledger.Transition, errorText, approval bool) transitionShape {
 	return transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: errorText, approval: approval,
-		fenced: t.From.Waiting() || (t.From == ledger.StateUnknown && t.Fence != 0)}
+		fenced:   t.From.Waiting() || (t.From == ledger.StateUnknown && t.Fence != 0),
+		takeOver: t.To.Waiting() && t.NewOwner != ""}
+}
+
+// newOwner is the owner a transition into a leased state leaves.
+func newOwner(t ledger.Transition) string {
+	if t.NewOwner != "" {
+		return t.NewOwner
+	}
+	return t.Owner
 }
 
 // ownerKnown: the owner after the transition is the transition's own, the
@@ -41,9 +52,10 @@ func (sh transitionShape) ownerKnown() bool {
 	return sh.from.Waiting() || sh.to.Waiting()
 }
 
-// bumpsFence: a re-send from UNKNOWN is a take-over, under a new fence.
+// bumpsFence: a re-send from UNKNOWN is a take-over, under a new fence, and
+// so is a new owner taking a lease.
 func (sh transitionShape) bumpsFence() bool {
-	return sh.from == ledger.StateUnknown && sh.to == ledger.StateProcessing
+	return sh.takeOver || (sh.from == ledger.StateUnknown && sh.to == ledger.StateProcessing)
 }
 
 // transitionSQLs caches transitionSQL's statements by shape.
@@ -110,7 +122,7 @@ func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Ti
 	kind, msg *string, approval []byte) []any {
 	args := []any{t.Tenant, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
 	if sh.to.Waiting() {
-		args = append(args, t.Owner)
+		args = append(args, newOwner(t))
 	}
 	if sh.result {
 		args = append(args, []byte(t.Result), t.Compacted)
@@ -165,6 +177,9 @@ func scanTransitioned(row pgx.Row, sh transitionShape, t ledger.Transition, kind
 		&policy, &r.CreatedAt, &r.ExpiresAt, &meta.watched}
 	if sh.ownerKnown() {
 		r.Owner = t.Owner
+		if sh.to.Waiting() {
+			r.Owner = newOwner(t)
+		}
 	} else {
 		dest = append(dest, &r.Owner)
 	}

@@ -244,6 +244,9 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	if t.From == ledger.StateUnknown && t.To == ledger.StateProcessing {
 		addFence = 1 // a re-send is a take-over
 	}
+	if t.NewOwner != "" && t.To.Waiting() {
+		addFence = 1 // so is a new owner taking the lease
+	}
 	var rec *ledger.Record
 	err = s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		var leaseUntil int64
@@ -251,6 +254,9 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		if t.To.Waiting() {
 			leaseUntil = nanos(now.Add(durationOr(t.Lease, ledger.DefaultLease)))
 			owner = t.Owner
+			if t.NewOwner != "" {
+				owner = t.NewOwner
+			}
 		}
 		if t.To == ledger.StateProcessing {
 			// A new execution starts without the last one's error.

@@ -1,0 +1,139 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// What a person decides about records, from any process: the CLI
+// (agentctl ledger approve, deny, reconcile) and the web console call the
+// same two functions.
+
+// Decision is a person's answer to a queued call, given from any process.
+type Decision struct {
+	// Approve, else deny (a denial needs a Reason).
+	Approve bool
+	// ForSession also approves later calls of the same tool in the
+	// record's session (tenant, session, tool) until Expires, while the
+	// policy keeps its version.
+	ForSession bool
+	By         string
+	Reason     string
+	// For is how long a session approval stands (the call's approval
+	// expiry when zero).
+	For time.Duration
+	// DistinctApprover refuses an approval by the requester (the
+	// requester's policy enforces it again when the call runs).
+	DistinctApprover bool
+	Now              func() time.Time // time.Now when nil
+}
+
+// Decide records d on the queued call id. An approval stays on the record,
+// PENDING_APPROVAL until the same expiry, for the next call with the key to
+// consume; a denial makes it DENIED, and that call gets the denial.
+func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*ledger.Record, error) {
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	rec, err := st.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	q, ok := QueuedCall(rec)
+	if !ok {
+		return rec, fmt.Errorf("%w: %s key %s is %s", ErrNotQueued, id.Tool, id.Key, rec.State)
+	}
+	at := now().UTC()
+	left := rec.LeaseUntil.Sub(at)
+	if left <= 0 {
+		return rec, fmt.Errorf("%w: %s key %s: its approval expired at %s", ErrNotQueued, id.Tool, id.Key, rec.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	if d.By == "" {
+		return rec, errors.New("client: a decision needs the name of the person who gives it")
+	}
+	ap := &ledger.Approval{By: d.By, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
+		PolicyVersion: q.PolicyVersion, Expires: rec.LeaseUntil.UTC(), Requester: q.Requester}
+	t := ledger.Transition{ID: id, From: ledger.StatePendingApproval, Owner: rec.Owner, Fence: rec.Fence, Approval: ap}
+	switch {
+	case !d.Approve:
+		if strings.TrimSpace(d.Reason) == "" {
+			return rec, errors.New("client: a denial needs a reason")
+		}
+		ap.Decision, t.To, t.ErrorKind, t.ErrorMessage = ledger.DecisionDenied, ledger.StateDenied, "denied", d.Reason
+	case d.DistinctApprover && d.By == q.Requester:
+		return rec, fmt.Errorf("%w (%s)", ErrSameApprover, q.Requester)
+	default:
+		ap.Decision, t.To, t.NewOwner, t.Lease = ledger.DecisionApproved, ledger.StatePendingApproval, queueOwner(true, q.PolicyVersion, q.Requester), left
+		if d.ForSession {
+			ap.Decision, ap.Expires = ledger.DecisionApprovedSession, at.Add(cmpOr(d.For, left))
+		}
+	}
+	after, err := st.Transition(ctx, t)
+	if err != nil {
+		return rec, fmt.Errorf("client: record the decision on %s key %s: %w", id.Tool, id.Key, err)
+	}
+	return after, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// KindReconciled is the ErrorKind of a record a person reconciled; its
+// ErrorMessage says who, when and the note.
+const KindReconciled = "reconciled"
+
+// MetaReconciled marks the result of a reconciled record, beside the replay
+// marker, so a runtime can tell it from a result the tool returned.
+const MetaReconciled = "io.github.mcpledger/reconciled"
+
+// Reconcile settles the UNKNOWN record id as to (SUCCEEDED or FAILED) once
+// a person has checked what really happened. Because no tool returned a
+// result, it stores one text result that says what the person decided, so
+// a later replay tells the model (isError for FAILED). The record keeps
+// the note in its error message.
+func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, to ledger.State, by, note string, now time.Time) (*ledger.Record, error) {
+	if to != ledger.StateSucceeded && to != ledger.StateFailed {
+		return nil, fmt.Errorf("client: reconcile as %s: want SUCCEEDED or FAILED", to)
+	}
+	r, err := st.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if r.State != ledger.StateUnknown {
+		return r, fmt.Errorf("%w: record %s (%s) is %s; only UNKNOWN records are reconciled", ledger.ErrStateChanged, r.Key, r.Tool, r.State)
+	}
+	now = now.UTC()
+	message := fmt.Sprintf("reconciled as %s by %s at %s", to, by, now.Format(time.RFC3339))
+	if note != "" {
+		message += ": " + note
+	}
+	text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", r.Tool, r.Key, message)
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: to == ledger.StateFailed,
+		Meta: mcp.Meta{MetaReconciled: map[string]any{
+			"as": string(to), "by": by, "at": now.Format(time.RFC3339), "note": note,
+		}},
+	}
+	result, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("client: encode the reconciled result: %w", err)
+	}
+	return st.Transition(ctx, ledger.Transition{
+		ID: r.ID, From: ledger.StateUnknown, To: to, Result: result,
+		ErrorKind: KindReconciled, ErrorMessage: message,
+	})
+}

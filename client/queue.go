@@ -1,0 +1,210 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Queued approvals. A call the policy queues is claimed PENDING_APPROVAL
+// under a lease that is the approval's expiry, owned by a name that is no
+// process (so no one's exit ends it, only the expiry): "queue;VERSION;WHO"
+// while it waits, "approved;VERSION;WHO" once a person approved it. The
+// person's Approval on the record is bound to the key (the record), the
+// fingerprint, the policy version the call was queued under and the
+// expiry. The next call with the key (or the model's re-planned call) that
+// finds it approved takes the record over, PENDING_APPROVAL -> PROCESSING
+// with its own owner and fence+1, and runs it: a compare-and-set on the
+// queue's owner and fence, so the approval is used once however many
+// callers race for it.
+
+var (
+	// ErrAwaitingApproval: the call waits for a person's approval. Nothing
+	// ran. The error is a *Error carrying the key: a person approves with
+	// agentctl ledger approve KEY (or the web console), and the next call
+	// with that key runs.
+	ErrAwaitingApproval = errors.New("client: call awaits a person's approval")
+	// ErrNotQueued: Decide found no queued call under the key.
+	ErrNotQueued = errors.New("client: no call awaits approval under this key")
+	// ErrSameApprover: the policy requires the approver to be someone other
+	// than the requester.
+	ErrSameApprover = errors.New("client: the requester may not approve their own call")
+)
+
+const (
+	queueWaiting  = "queue"
+	queueApproved = "approved"
+)
+
+// Queued is what a queued record's owner says about the call.
+type Queued struct {
+	Requester     string
+	PolicyVersion string
+	// Approved: a person approved it and it waits for the call that runs it.
+	Approved bool
+}
+
+func queueOwner(approved bool, version, requester string) string {
+	state := queueWaiting
+	if approved {
+		state = queueApproved
+	}
+	// No '#' or '@': the name must never parse as a process (ledger.ParseOwner).
+	requester = strings.NewReplacer("#", "_", "@", "_", ";", "_").Replace(requester)
+	return state + ";" + version + ";" + requester
+}
+
+// QueuedCall reports whether r is a queued call (PENDING_APPROVAL under a
+// queue's lease rather than a prompt's), and what its owner says.
+func QueuedCall(r *ledger.Record) (Queued, bool) {
+	if r == nil || r.State != ledger.StatePendingApproval || r.Tombstone {
+		return Queued{}, false
+	}
+	state, rest, ok := strings.Cut(r.Owner, ";")
+	if !ok || (state != queueWaiting && state != queueApproved) {
+		return Queued{}, false
+	}
+	version, requester, ok := strings.Cut(rest, ";")
+	if !ok {
+		return Queued{}, false
+	}
+	return Queued{Requester: requester, PolicyVersion: version, Approved: state == queueApproved}, true
+}
+
+func (c *Client) requester() string {
+	if c.opts.Requester != "" {
+		return c.opts.Requester
+	}
+	return "session:" + c.opts.Session
+}
+
+// canAsk reports whether a confirmer could be asked now.
+func (c *Client) canAsk(ctx context.Context) bool {
+	_, ok := confirmerFrom(ctx)
+	return ok || c.opts.Confirmer != nil
+}
+
+// enqueue claims op for a person to decide later and answers at once.
+func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimRequest) (*Outcome, error) {
+	tool := confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}
+	req.NeedsApproval = true
+	req.Owner = queueOwner(false, c.opts.Policy.Version(), c.requester())
+	req.Lease = c.opts.Policy.Expiry(tool)
+	var rec *ledger.Record
+	for range 3 {
+		cl, err := c.lc.Claim(ctx, req)
+		if errors.Is(err, ledger.ErrKeyReused) {
+			return nil, c.fail(op, cl.Record, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("client: queue %s: %w", op.name, err)
+		}
+		rec = cl.Record
+		if cl.Won {
+			c.log.Info("call queued for approval", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", rec.LeaseUntil)
+			return nil, c.fail(op, rec, ErrAwaitingApproval)
+		}
+		o, err, again := c.settle(ctx, op, rec)
+		if !again {
+			return o, err
+		}
+	}
+	return nil, c.fail(op, rec, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State))
+}
+
+// unasked reports whether err is a confirmation that found no one to ask
+// under a policy that queues such calls instead.
+func (c *Client) unasked(err error) bool {
+	return c.opts.Policy.QueuesUnasked() && errors.Is(err, ErrRejected) && errors.Is(err, confirm.ErrNoConfirmer)
+}
+
+// queued answers a call that found its record queued: still waiting
+// (ErrAwaitingApproval), approved (take it over and run it once), or past
+// its expiry (end the lease; again reports the key is free to claim). ok is
+// false when rec is not a queued call.
+func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) (o *Outcome, err error, again, ok bool) {
+	q, ok := QueuedCall(rec)
+	if !ok {
+		return nil, nil, false, false
+	}
+	now := c.opts.Now()
+	if !rec.LeaseUntil.IsZero() && !now.Before(rec.LeaseUntil) {
+		if _, err := c.store.ExpireLeases(ctx); err != nil {
+			return nil, fmt.Errorf("client: expire the approval of %s: %w", op.name, err), false, true
+		}
+		latest, err := c.store.Get(ctx, rec.ID)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err), false, true
+		}
+		if latest.State == ledger.StatePendingApproval {
+			return nil, c.fail(op, latest, ErrAwaitingApproval), false, true
+		}
+		o, err, again := c.settle(ctx, op, latest)
+		return o, err, again, true
+	}
+	if !q.Approved {
+		return nil, c.fail(op, rec, ErrAwaitingApproval), false, true
+	}
+	if why := c.unbound(op, rec, q, now); why != "" {
+		return nil, c.fail(op, rec, fmt.Errorf("%w: %s", ErrAwaitingApproval, why)), false, true
+	}
+	after, err := c.store.Transition(ctx, ledger.Transition{
+		ID: rec.ID, From: ledger.StatePendingApproval, To: ledger.StateProcessing,
+		Owner: rec.Owner, Fence: rec.Fence, NewOwner: c.opts.Owner, Lease: c.opts.Lease,
+	})
+	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) {
+		// Another caller consumed the approval first (or a person changed
+		// the decision): answer from the record as it is now.
+		o, err := c.settleID(ctx, op)
+		return o, err, false, true
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: take over the approved %s: %w", op.name, err), false, true
+	}
+	c.log.Info("approved call taken over", "tool", op.name, "key", ledger.ShortHash(rec.Key), "by", rec.Approval.By)
+	o, err = c.run(ctx, op, after)
+	return o, err, false, true
+}
+
+// unbound says why rec's approval does not cover this call ("" when it does).
+func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.Time) string {
+	ap := rec.Approval
+	switch {
+	case ap == nil || (ap.Decision != ledger.DecisionApproved && ap.Decision != ledger.DecisionApprovedSession):
+		return "the record carries no approval"
+	case ap.Fingerprint != rec.Fingerprint || (op.fp != "" && op.fp != rec.Fingerprint):
+		return "the approval was given for other arguments"
+	case ap.PolicyVersion != q.PolicyVersion || ap.PolicyVersion != c.opts.Policy.Version():
+		return fmt.Sprintf("the approval by %s was given under policy version %s and the policy is now %s: approve it again", ap.By, ap.PolicyVersion, c.opts.Policy.Version())
+	case !ap.Expires.IsZero() && !now.Before(ap.Expires) && ap.Decision == ledger.DecisionApproved:
+		return "the approval expired"
+	case c.opts.Policy.DistinctApprover && ap.By == q.Requester:
+		return fmt.Sprintf("the policy requires an approver other than the requester %s", q.Requester)
+	}
+	return ""
+}
+
+// standing reports whether r's approval approves later calls of its tool
+// in its session: "approve for this session", not expired, given under
+// the policy in force. An answer given at a prompt carries no expiry or
+// policy version of its own: it lasts the policy's approval expiry from
+// when it was given.
+func (c *Client) standing(op *operation, r *ledger.Record) bool {
+	ap := r.Approval
+	if ap == nil || ap.Decision != ledger.DecisionApprovedSession {
+		return false
+	}
+	expires := ap.Expires
+	if expires.IsZero() {
+		expires = ap.At.Add(c.opts.Policy.Expiry(confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}))
+	}
+	if !c.opts.Now().Before(expires) {
+		return false
+	}
+	return ap.PolicyVersion == "" || ap.PolicyVersion == c.opts.Policy.Version()
+}

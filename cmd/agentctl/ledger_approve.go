@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+func init() {
+	ledgerCommands = append(ledgerCommands, newLedgerDecideCmd(true), newLedgerDecideCmd(false))
+}
+
+func newLedgerDecideCmd(approve bool) func(a *app) *cobra.Command {
+	return func(a *app) *cobra.Command {
+		var tool, reason, policyPath string
+		var session bool
+		var standFor time.Duration
+		c := &cobra.Command{
+			Use:   "approve KEY [--tool T] [--reason TEXT] [--session [--for DURATION]]",
+			Short: "Approve a queued call: the next call with its key runs it, once",
+			Long: `approve records a person's approval on a call that waits for one (exit 6 of
+agentctl call). The approval is bound to the call's key, its arguments'
+fingerprint, the policy version it was queued under and its expiry; it is
+used once, by the next call with that key (or the same call re-planned in
+its session), which runs it. --session also approves later calls of the same
+tool in that session for --for (default: until the call's approval expires).
+A policy with "distinctApprover": true refuses an approval by the requester.`,
+			Args: usageArgs(1, 1),
+		}
+		if !approve {
+			c.Use = "deny KEY [--tool T] --reason TEXT"
+			c.Short = "Deny a queued call: the next call with its key gets the denial"
+			c.Long = `deny records a person's "no" on a call that waits for approval. The record
+becomes DENIED (final): the next call with that key gets the denial, and
+nothing runs.`
+		}
+		c.RunE = runE(func(c *cobra.Command, args []string) error {
+			if !approve && reason == "" {
+				return exitf(exitUsage, "deny needs --reason TEXT: the requester is told why")
+			}
+			policy, err := loadPolicy(policyPath)
+			if err != nil {
+				return err
+			}
+			// A decision writes the record (findByKey below refuses a
+			// ledger without it).
+			st, err := a.ledger(c.Context(), readWrite)
+			if err != nil {
+				return err
+			}
+			r, err := a.findByKey(c.Context(), st, args[0], tool, ledger.StatePendingApproval)
+			if err != nil {
+				return err
+			}
+			after, err := client.Decide(c.Context(), st, r.ID, client.Decision{
+				Approve: approve, ForSession: session, For: standFor,
+				By: a.who(), Reason: reason, DistinctApprover: policy.DistinctApprover,
+			})
+			switch {
+			case errors.Is(err, client.ErrSameApprover):
+				return exitf(exitDenied, "%v; the policy requires another person to approve %s %s", err, r.Tool, r.Key)
+			case errors.Is(err, client.ErrNotQueued):
+				return exitf(exitUsage, "%v; only calls that wait for approval (agentctl ledger list --state pending_approval) are decided", err)
+			case errors.Is(err, ledger.ErrLeaseLost), errors.Is(err, ledger.ErrStateChanged):
+				return exitf(exitUsage, "record %s changed while deciding it; look again with agentctl ledger show %s", r.Key, r.Key)
+			case err != nil:
+				return err
+			}
+			if a.json {
+				return a.printJSON(after)
+			}
+			if approve {
+				fmt.Fprintf(a.io.Out, "%s %s: approved by %s until %s; the next call with this key runs it\n",
+					after.Tool, after.Key, after.Approval.By, timeText(after.LeaseUntil))
+				return nil
+			}
+			fmt.Fprintf(a.io.Out, "%s %s: %s -> %s by %s\n", after.Tool, after.Key, ledger.StatePendingApproval, after.State, after.Approval.By)
+			return nil
+		})
+		fl := c.Flags()
+		fl.StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
+		fl.StringVar(&reason, "reason", "", "why (`TEXT`, kept on the record and shown to the requester)")
+		a.policyFlag(c, &policyPath)
+		if approve {
+			fl.BoolVar(&session, "session", false, "also approve later calls of this tool in the call's session")
+			fl.DurationVar(&standFor, "for", 0, "how long a --session approval stands (`DURATION`; default: the call's approval expiry)")
+		}
+		return c
+	}
+}
+
+// awaitingError is the exit-6 line of a call that waits for approval.
+func (a *app) awaitingError(tool, key string, err error) error {
+	why := ""
+	if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != client.ErrAwaitingApproval {
+		why = " (" + ledger.OneLine(ce.Err.Error(), 200) + ")"
+	}
+	return exitf(exitAwaiting, "%s (key %s) awaits a person's approval%s; nothing ran; approve it with agentctl ledger approve %s (or deny it with agentctl ledger deny %s --reason TEXT), then run the same command again with --key %s",
+		tool, orDash(key), why, orDash(key), orDash(key), orDash(key))
+}
+
+// waitApproval calls again, under the queued call's key, until a person
+// decides or wait runs out. The ledger keeps the queued call, not this
+// process: giving up changes nothing.
+func waitApproval(ctx context.Context, cl *client.Client, p *mcp.CallToolParams, wait time.Duration, first error) (*client.Outcome, error) {
+	ce, ok := errors.AsType[*client.Error](first)
+	if !ok || ce.Key == "" {
+		return nil, first
+	}
+	ctx = client.WithKey(ctx, ce.Key)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(min(500*time.Millisecond, wait))
+	defer tick.Stop()
+	err := first
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-deadline.C:
+			return nil, err
+		case <-tick.C:
+		}
+		var out *client.Outcome
+		out, err = cl.Call(ctx, p)
+		if !errors.Is(err, client.ErrAwaitingApproval) {
+			return out, err
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+// queuePolicy writes a policy file that queues create_payment.
+func (e *e2e) queuePolicy(extra string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, "policy.json")
+	doc := `{` + extra + `"rules": [{"tool": "create_payment", "action": "queue", "note": "money leaves the account"}]}`
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return "MCPLEDGER_POLICY=" + p
+}
+
+func TestQueuedCallApprovedFromAnotherProcess(t *testing.T) {
+	e := newE2E(t)
+	policy := e.queuePolicy("")
+	alice, bob := []string{policy, "USER=alice"}, []string{policy, "USER=bob"}
+	start := time.Now()
+	o := e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-q"}, pay...)...)
+	o.wantExit(t, exitAwaiting, "awaits a person's approval", "agentctl ledger approve order-q", "nothing ran")
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the queued call took %v; want an answer at once", took)
+	}
+	show := e.run(nil, "--json", "ledger", "show", "order-q")
+	show.wantExit(t, exitOK)
+	if recs := jsonLines[ledger.Record](t, show.stdout); len(recs) != 1 || recs[0].State != ledger.StatePendingApproval || recs[0].Attempts != 0 {
+		t.Errorf("ledger show order-q = %+v; want PENDING_APPROVAL, no attempt", recs)
+	}
+	if n := e.paymentsFor("order-q"); n != 0 {
+		t.Fatalf("payments for order-q = %d before approval; want 0", n)
+	}
+	// Still waiting: the same command says so again.
+	e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-q"}, pay...)...).wantExit(t, exitAwaiting)
+
+	a := e.runEnv(nil, bob, "ledger", "approve", "order-q", "--reason", "invoice 7 checked")
+	a.wantExit(t, exitOK)
+	if !strings.Contains(a.stdout, "approved by agentctl:bob") {
+		t.Errorf("approve printed %q; want who approved", a.stdout)
+	}
+	// Four agents run the approved call at once: one payment.
+	var wg sync.WaitGroup
+	codes := make([]int, 4)
+	for i := range codes {
+		wg.Go(func() {
+			codes[i] = e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-q"}, pay...)...).code
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != exitOK {
+			t.Errorf("caller %d exited %d; want 0", i, c)
+		}
+	}
+	if n := e.paymentsFor("order-q"); n != 1 {
+		t.Fatalf("payments for order-q = %d; want exactly 1", n)
+	}
+	e.runEnv(nil, bob, "ledger", "approve", "order-q").wantExit(t, exitUsage, "no record with key order-q")
+}
+
+func TestQueuedCallDenied(t *testing.T) {
+	e := newE2E(t)
+	policy := e.queuePolicy("")
+	e.runEnv(nil, []string{policy}, append([]string{"call", "--server", e.server, "--key", "order-d"}, pay...)...).wantExit(t, exitAwaiting)
+	e.runEnv(nil, []string{policy}, "ledger", "deny", "order-d").wantExit(t, exitUsage, "--reason")
+	e.runEnv(nil, []string{policy, "USER=bob"}, "ledger", "deny", "order-d", "--reason", "duplicate invoice").wantExit(t, exitOK)
+	e.runEnv(nil, []string{policy}, append([]string{"call", "--server", e.server, "--key", "order-d"}, pay...)...).
+		wantExit(t, exitDenied, "denied by agentctl:bob", "duplicate invoice")
+	if n := e.paymentsFor("order-d"); n != 0 {
+		t.Fatalf("payments for order-d = %d; want 0", n)
+	}
+}
+
+func TestQueuedCallSeparationOfDuties(t *testing.T) {
+	e := newE2E(t)
+	policy := e.queuePolicy(`"distinctApprover": true, `)
+	alice := []string{policy, "USER=alice"}
+	e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-s"}, pay...)...).wantExit(t, exitAwaiting)
+	e.runEnv(nil, alice, "ledger", "approve", "order-s").wantExit(t, exitDenied, "may not approve their own call")
+	e.runEnv(nil, []string{policy, "USER=bob"}, "ledger", "approve", "order-s").wantExit(t, exitOK)
+	e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-s"}, pay...)...).wantExit(t, exitOK)
+	if n := e.paymentsFor("order-s"); n != 1 {
+		t.Fatalf("payments for order-s = %d; want 1", n)
+	}
+}
+
+func TestQueuedCallWait(t *testing.T) {
+	e := newE2E(t)
+	policy := e.queuePolicy("")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.agentctl, append([]string{"call", "--server", e.server, "--key", "order-w", "--wait-approval", "60s"}, pay...)...)
+	cmd.Env = append(append([]string{}, e.env...), policy, "USER=alice")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The call waits in the ledger; a person approves once it is there.
+	st, err := sqlite.Open(ctx, filepath.Join(e.dir, "ledger.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id := ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-w"}
+	for {
+		if _, err := st.Get(ctx, id); err == nil {
+			break
+		} else if !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatal(err)
+		}
+		if _, err := st.Wait(contextWithTimeout(ctx, 100*time.Millisecond), id); err != nil && ctx.Err() != nil {
+			t.Fatalf("the queued call never appeared: %s", errb.String())
+		}
+	}
+	e.runEnv(nil, []string{policy, "USER=bob"}, "ledger", "approve", "order-w").wantExit(t, exitOK)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("call --wait = %v; stderr: %s", err, errb.String())
+	}
+	if n := e.paymentsFor("order-w"); n != 1 {
+		t.Fatalf("payments for order-w = %d; want 1", n)
+	}
+}
+
+func contextWithTimeout(ctx context.Context, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(ctx, d)
+	context.AfterFunc(c, cancel)
+	return c
+}

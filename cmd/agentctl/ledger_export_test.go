@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+func TestLedgerExport(t *testing.T) {
+	path, env := ledgerEnv(t)
+	now := time.Now().UTC()
+	auditSeed(t, path, now.Add(-3*time.Hour), "default", "old-1", ledger.StateSucceeded)
+	auditSeed(t, path, now.Add(-time.Minute), "default", "new-1", ledger.StateUnknown)
+	auditSeed(t, path, now.Add(-time.Minute), "default", "new-2", ledger.StateDenied)
+	auditSeed(t, path, now.Add(-time.Minute), "other", "theirs", ledger.StateSucceeded)
+
+	o := inProcess(t, env, nil, "ledger", "export")
+	o.wantExit(t, exitOK)
+	if n := strings.Count(o.stdout, "\n"); n != 5 {
+		t.Fatalf("export printed %d lines; want header, 3 records, end:\n%s", n, o.stdout)
+	}
+	if strings.Contains(o.stdout, "theirs") || strings.Contains(o.stdout, "tok_visa") || !strings.Contains(o.stderr, "exported 3 record(s) of tenant default") {
+		t.Errorf("export crossed tenants, kept a secret, or did not say what it wrote: %s", o.stderr)
+	}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(file, []byte(o.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := inProcess(t, env, nil, "ledger", "export", "--verify", file)
+	v.wantExit(t, exitOK)
+	if !strings.Contains(v.stdout, "intact: 3 record(s) of tenant default in 5 lines") {
+		t.Errorf("verify said %q; want intact with the counts", v.stdout)
+	}
+	since := inProcess(t, env, nil, "ledger", "export", "--since", "1h")
+	since.wantExit(t, exitOK)
+	if strings.Contains(since.stdout, "old-1") || !strings.Contains(since.stdout, "new-1") {
+		t.Errorf("export --since 1h:\n%s\nwant new-1 and new-2 only", since.stdout)
+	}
+
+	// A person edits the denied record's line: verify names it and exits 1.
+	lines := strings.SplitAfter(o.stdout, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, `"key":"new-2"`) {
+			lines[i] = strings.Replace(l, `"DENIED"`, `"SUCCEEDED"`, 1)
+			if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			bad := inProcess(t, env, nil, "ledger", "export", "--verify", file)
+			bad.wantExit(t, exitFailed, "is not intact", "line "+strconv.Itoa(i+1)+":", "was changed")
+			js := inProcess(t, env, nil, "--json", "ledger", "export", "--verify", file)
+			first, _, _ := strings.Cut(js.stdout, "\n") // an error object may follow
+			if got := jsonLines[exportVerified](t, first+"\n"); len(got) != 1 || got[0].Intact || got[0].Line != int64(i+1) {
+				t.Errorf("--json verify = %+v; want not intact at line %d", got, i+1)
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		args  []string
+		hints []string
+	}{
+		{[]string{"ledger", "export", "--format", "csv"}, []string{"--format", "jsonl"}},
+		{[]string{"ledger", "export", "--since", "soon"}, []string{"--since"}},
+		{[]string{"ledger", "export", "--verify", filepath.Join(t.TempDir(), "missing.jsonl")}, []string{"cannot read"}},
+		{[]string{"ledger", "export", "--verify", file, "--since", "1h"}, []string{"takes no --since"}},
+	} {
+		inProcess(t, env, nil, tc.args...).wantExit(t, exitUsage, tc.hints...)
+	}
+}
+
+// auditSeed leaves one record of create_payment in state at the ledger at
+// path, its times taken from at.
+func auditSeed(t *testing.T, path string, at time.Time, tenant, key string, state ledger.State) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, &sqlite.Options{Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id := ledger.ID{Tenant: tenant, Tool: "create_payment", Key: key}
+	c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "f-" + key, Arguments: json.RawMessage(`{"amount_cents":1250,"card_token":"tok_visa"}`),
+		Owner: "seed", NeedsApproval: state == ledger.StateDenied})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := ledger.Transition{ID: id, From: c.Record.State, To: state, Owner: "seed", Fence: c.Record.Fence, AddAttempts: 1}
+	switch state {
+	case ledger.StateSucceeded:
+		tr.Result = json.RawMessage(`{"content":[{"type":"text","text":"paid"}]}`)
+	case ledger.StateUnknown:
+		tr.ErrorKind, tr.ErrorMessage = "ambiguous", "connection dropped after send"
+	case ledger.StateDenied:
+		tr.AddAttempts, tr.Approval = 0, &ledger.Approval{Decision: ledger.DecisionDenied, By: "ops", At: at, Reason: "too much"}
+	}
+	if _, err := st.Transition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+}

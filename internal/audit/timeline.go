@@ -1,0 +1,64 @@
+package audit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// Entry is one step of a record's history.
+type Entry struct {
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+	// Detail is free text from the record (a reason, an error message).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Timeline is what a record tells of its own history, oldest first: when
+// it was claimed (and how often and under which fence), the approval
+// decision, and where it stands since its last update. The ledger keeps a
+// record's latest state, not every step it passed through, so the steps in
+// between are not shown.
+func Timeline(r *ledger.Record) []Entry {
+	claimed := "claimed"
+	if r.Fence > 1 {
+		claimed = fmt.Sprintf("claimed (key taken over since: fence %d)", r.Fence)
+	}
+	out := []Entry{{At: r.CreatedAt, What: claimed}}
+	if ap := r.Approval; ap != nil {
+		e := Entry{At: ap.At, What: fmt.Sprintf("%s by %s", ap.Decision, orNobody(ap.By)), Detail: ap.Reason}
+		out = append(out, e)
+	}
+	now := Entry{At: r.UpdatedAt, What: string(r.State)}
+	switch {
+	case r.Tombstone:
+		now.What += " (tombstone: only key and fingerprint remain)"
+	case r.State.Waiting() && !r.LeaseUntil.IsZero():
+		now.What += fmt.Sprintf(", leased by %s until %s", r.Owner, r.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	if r.Attempts > 0 {
+		now.What += fmt.Sprintf(" after %d attempt(s)", r.Attempts)
+	}
+	if r.ErrorKind != "" || r.ErrorMessage != "" {
+		now.Detail = r.ErrorKind
+		if r.ErrorMessage != "" {
+			if now.Detail != "" {
+				now.Detail += ": "
+			}
+			now.Detail += r.ErrorMessage
+		}
+	}
+	out = append(out, now)
+	if !r.ExpiresAt.IsZero() && !r.State.Waiting() && r.State != ledger.StateUnknown {
+		out = append(out, Entry{At: r.ExpiresAt, What: "retention ends"})
+	}
+	return out
+}
+
+func orNobody(s string) string {
+	if s == "" {
+		return "(unnamed)"
+	}
+	return s
+}

@@ -1,0 +1,349 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/internal/audit"
+	"github.com/mcpledger/mcpledger/ledger"
+)
+
+// view is what every page template gets.
+type view struct {
+	Title     string
+	Nav       string
+	Tenant    string
+	CSRF      string
+	Filter    filterView
+	Records   []*ledger.Record
+	Next      template.URL // query of the next page; "" on the last
+	Record    *ledger.Record
+	Timeline  []audit.Entry
+	Arguments string
+	Result    string
+	Stats     *statsView
+	Message   string
+	States    []ledger.State
+	Pending   int
+	Unknown   int
+	Now       string // when the page was rendered (RFC 3339), for live updates
+}
+
+type filterView struct {
+	State, Tool, Session, Tenant, Since string
+	Limit                               int
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, page string, status int, v *view) {
+	v.CSRF, v.States, v.Now = c.csrf, ledger.States, c.opts.Now().UTC().Format(time.RFC3339Nano)
+	if v.Tenant == "" {
+		v.Tenant = c.tenant(r)
+	}
+	v.Pending, v.Unknown = c.count(r.Context(), v.Tenant, ledger.StatePendingApproval), c.count(r.Context(), v.Tenant, ledger.StateUnknown)
+	var buf bytes.Buffer
+	if err := c.pages[page].Execute(&buf, v); err != nil {
+		http.Error(w, "console: render "+page+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if _, err := buf.WriteTo(w); err != nil {
+		return // the browser went away
+	}
+}
+
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, format string, args ...any) {
+	c.render(w, r, "error", status, &view{Title: "Error", Message: fmt.Sprintf(format, args...)})
+}
+
+// count is how many records of tenant are in state, up to one page.
+func (c *Console) count(ctx context.Context, tenant string, s ledger.State) int {
+	p, err := c.opts.Store.List(ctx, ledger.Filter{Tenant: tenant, State: s, Limit: ledger.MaxPageSize})
+	if err != nil {
+		return 0
+	}
+	return len(p.Records)
+}
+
+func (c *Console) tenant(r *http.Request) string {
+	if t := r.URL.Query().Get("tenant"); t != "" {
+		return t
+	}
+	return c.opts.Tenant
+}
+
+// filter reads the records filter from the query.
+func (c *Console) filter(r *http.Request) (ledger.Filter, filterView, error) {
+	q := r.URL.Query()
+	fv := filterView{State: strings.ToLower(q.Get("state")), Tool: q.Get("tool"), Session: q.Get("session"), Tenant: c.tenant(r), Since: q.Get("since")}
+	f := ledger.Filter{Tenant: fv.Tenant, Tool: fv.Tool, Session: fv.Session, Cursor: q.Get("cursor"), Limit: 50}
+	if err := ledger.ValidateTenant(f.Tenant); err != nil {
+		return f, fv, fmt.Errorf("tenant %q: %v", f.Tenant, err)
+	}
+	if fv.State != "" {
+		s, err := ledger.ParseState(fv.State)
+		if err != nil {
+			return f, fv, fmt.Errorf("state %q: want one of %v", fv.State, ledger.States)
+		}
+		f.State = s
+	}
+	if fv.Since != "" {
+		d, err := parsePeriod(fv.Since)
+		if err != nil {
+			return f, fv, err
+		}
+		f.Since = c.opts.Now().Add(-d)
+	}
+	fv.Limit = f.Limit
+	return f, fv, nil
+}
+
+func (c *Console) records(w http.ResponseWriter, r *http.Request) {
+	f, fv, err := c.filter(r)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "%v; fix the filter and apply it again", err)
+		return
+	}
+	page, err := c.opts.Store.List(r.Context(), f)
+	if err != nil {
+		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
+		return
+	}
+	v := &view{Title: "Records", Nav: "records", Tenant: f.Tenant, Filter: fv, Records: page.Records}
+	if page.Next != "" {
+		q := r.URL.Query()
+		q.Set("cursor", page.Next)
+		v.Next = template.URL(q.Encode())
+	}
+	c.render(w, r, "records", http.StatusOK, v)
+}
+
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, tool, key string) (*ledger.Record, bool) {
+	id := ledger.ID{Tenant: tenant, Tool: tool, Key: key}
+	if err := id.Validate(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "%v; follow a link from the records page", err)
+		return nil, false
+	}
+	rec, err := c.opts.Store.Get(r.Context(), id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in tenant %s; it may have been purged", key, tool, tenant)
+		return nil, false
+	}
+	if err != nil {
+		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
+		return nil, false
+	}
+	return rec, true
+}
+
+func (c *Console) record(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rec, ok := c.lookup(w, r, c.tenant(r), q.Get("tool"), q.Get("key"))
+	if !ok {
+		return
+	}
+	v := &view{Title: rec.Tool + " " + rec.Key, Nav: "records", Tenant: rec.Tenant, Record: rec, Timeline: audit.Timeline(rec)}
+	if red, err := ledger.Redact(rec.Arguments); err == nil {
+		v.Arguments = indent(red)
+	}
+	v.Result = resultText(rec.Result)
+	c.render(w, r, "record", http.StatusOK, v)
+}
+
+func (c *Console) approvals(w http.ResponseWriter, r *http.Request) {
+	c.stateList(w, r, ledger.StatePendingApproval, "approvals", "Approvals")
+}
+
+func (c *Console) unknown(w http.ResponseWriter, r *http.Request) {
+	c.stateList(w, r, ledger.StateUnknown, "unknown", "Unknown outcomes")
+}
+
+func (c *Console) stateList(w http.ResponseWriter, r *http.Request, s ledger.State, page, title string) {
+	tenant := c.tenant(r)
+	if err := ledger.ValidateTenant(tenant); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "tenant %q: %v", tenant, err)
+		return
+	}
+	p, err := c.opts.Store.List(r.Context(), ledger.Filter{Tenant: tenant, State: s, Limit: ledger.MaxPageSize})
+	if err != nil {
+		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
+		return
+	}
+	c.render(w, r, page, http.StatusOK, &view{Title: title, Nav: page, Tenant: tenant, Records: p.Records})
+}
+
+// decide serves the approve and deny forms.
+func (c *Console) decide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := ledger.ID{Tenant: r.PostFormValue("tenant"), Tool: r.PostFormValue("tool"), Key: r.PostFormValue("key")}
+		if err := id.Validate(); err != nil {
+			c.fail(w, r, http.StatusBadRequest, "%v; use the buttons of the approvals page", err)
+			return
+		}
+		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		if !approve && reason == "" {
+			c.fail(w, r, http.StatusBadRequest, "a denial needs a reason: the requester is told why; go back and fill it in")
+			return
+		}
+		_, err := client.Decide(r.Context(), c.opts.Store, id, client.Decision{
+			Approve: approve, ForSession: r.PostFormValue("session") == "1", By: c.opts.Who, Reason: reason,
+			DistinctApprover: c.opts.Policy.DistinctApprover, Now: c.opts.Now,
+		})
+		switch {
+		case errors.Is(err, client.ErrSameApprover):
+			c.fail(w, r, http.StatusForbidden, "%v; the policy requires another person to approve it", err)
+			return
+		case errors.Is(err, client.ErrNotQueued), errors.Is(err, ledger.ErrLeaseLost), errors.Is(err, ledger.ErrStateChanged):
+			c.fail(w, r, http.StatusConflict, "%v; it was decided, consumed or expired meanwhile: look at the record", err)
+			return
+		case err != nil:
+			c.fail(w, r, http.StatusBadGateway, "%v", err)
+			return
+		}
+		http.Redirect(w, r, back(r, "/approvals"), http.StatusSeeOther)
+	}
+}
+
+func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
+	id := ledger.ID{Tenant: r.PostFormValue("tenant"), Tool: r.PostFormValue("tool"), Key: r.PostFormValue("key")}
+	if err := id.Validate(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "%v; use the form of the unknown page", err)
+		return
+	}
+	var to ledger.State
+	switch r.PostFormValue("as") {
+	case "succeeded":
+		to = ledger.StateSucceeded
+	case "failed":
+		to = ledger.StateFailed
+	default:
+		c.fail(w, r, http.StatusBadRequest, "choose succeeded or failed: what did the check at the server show?")
+		return
+	}
+	_, err := client.Reconcile(r.Context(), c.opts.Store, id, to, c.opts.Who, strings.TrimSpace(r.PostFormValue("note")), c.opts.Now())
+	switch {
+	case errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost):
+		c.fail(w, r, http.StatusConflict, "%v; someone settled it meanwhile: look at the record", err)
+		return
+	case err != nil:
+		c.fail(w, r, http.StatusBadGateway, "%v", err)
+		return
+	}
+	http.Redirect(w, r, back(r, "/unknown"), http.StatusSeeOther)
+}
+
+// back is the form's return address: a path of this console only.
+func back(r *http.Request, def string) string {
+	b := r.PostFormValue("back")
+	if b == "" || !strings.HasPrefix(b, "/") || strings.HasPrefix(b, "//") {
+		return def
+	}
+	return b
+}
+
+// query encodes name, value pairs (empty values left out) as the query of
+// a link. Each value is escaped here, so the whole is safe in an href.
+func query(kv ...string) template.URL {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return template.URL(q.Encode())
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// queuedInfo describes a PENDING_APPROVAL record for the approvals page.
+func queuedInfo(r *ledger.Record) string {
+	q, ok := client.QueuedCall(r)
+	switch {
+	case !ok:
+		return "asking a person at the call (terminal or host)"
+	case q.Approved && r.Approval != nil:
+		return "approved by " + r.Approval.By + "; runs at the next call with its key"
+	}
+	return "requested by " + q.Requester + "; waits for a decision"
+}
+
+func indent(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// resultText is the stored result as a person reads it: its text items,
+// else its JSON.
+func resultText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return string(raw)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	if len(parts) == 0 {
+		red, err := ledger.Redact(raw)
+		if err != nil {
+			return string(raw)
+		}
+		return indent(red)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// parsePeriod reads a Go duration or a whole number of days ("7d").
+func parsePeriod(s string) (time.Duration, error) {
+	var d time.Duration
+	var err error
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err = fmt.Sscanf(n, "%d", &days); err == nil {
+			d = time.Duration(days) * 24 * time.Hour
+		}
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("since %q: want a positive period such as 90m, 24h or 7d", s)
+	}
+	return d, nil
+}
+
+func latency(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
