@@ -272,30 +272,8 @@ func keyAware(s *mcp.ClientSession) bool {
 	return ok
 }
 
-// wireKey is id's key as the server sees it: as it is for a server that
-// keeps keys per tenant (it takes the tenant from the authenticated
-// session), else made distinct per tenant (wire.TenantKey), so two tenants
-// of this ledger never share a server-side record.
-func wireKey(s *mcp.ClientSession, id ledger.ID) string {
-	if tenantAware(s) {
-		return id.Key
-	}
-	return wire.TenantKey(id.Tenant, id.Key)
-}
-
-// tenantAware reports whether the server says it keeps keys per tenant.
-func tenantAware(s *mcp.ClientSession) bool {
-	if s == nil {
-		return false
-	}
-	ir := s.InitializeResult()
-	if ir == nil || ir.Capabilities == nil {
-		return false
-	}
-	m, _ := ir.Capabilities.Experimental[wire.Capability].(map[string]any)
-	on, _ := m[wire.CapabilityTenants].(bool)
-	return on
-}
+// wireKey is id's key as the server sees it.
+func wireKey(_ *mcp.ClientSession, id ledger.ID) string { return id.Key }
 
 // serverName labels the upstream for the policy and prompts.
 func (c *Client) serverName(s *mcp.ClientSession) string {

@@ -11,8 +11,6 @@
 package wire
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -50,8 +48,7 @@ const (
 	Capability = "io.github.mcpledger/idempotency"
 	// CapabilityTenants is the member of the capability's value that says
 	// the server keeps keys per tenant, taken from the authenticated
-	// request (true); without it a client makes the keys of its tenants
-	// distinct on the wire itself.
+	// request (true).
 	CapabilityTenants = "tenants"
 	// CapabilityVersion is the version this module speaks.
 	CapabilityVersion = 1
@@ -120,21 +117,4 @@ type Replay struct {
 	Attempts int          `json:"attempts"`
 	// Compacted: the stored result was compacted past the size limit.
 	Compacted bool `json:"compacted,omitempty"`
-}
-
-// TenantKey is the key a client sends for tenant's key to a server that
-// does not keep keys per tenant (no CapabilityTenants): distinct for every
-// tenant, without naming it, and within the key rules. The unnamed tenant
-// ("default") sends its keys as they are.
-func TenantKey(tenant, key string) string {
-	if tenant == "" || tenant == "default" {
-		return key
-	}
-	t := sha256.Sum256([]byte(tenant))
-	k := "t" + hex.EncodeToString(t[:6]) + "." + key
-	if len(k) > 255 {
-		sum := sha256.Sum256([]byte(key))
-		k = "t" + hex.EncodeToString(t[:6]) + ".h" + hex.EncodeToString(sum[:16])
-	}
-	return k
 }

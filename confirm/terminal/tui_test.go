@@ -4,7 +4,6 @@ package terminal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -136,33 +135,5 @@ func TestTerminalFullScreen(t *testing.T) {
 			scr.waitFor(t, "order-42") // the summary was on screen
 			scr.waitFor(t, tc.said)
 		})
-	}
-}
-
-// Ctrl-C at the form is no answer: Confirm returns confirm.ErrAborted
-// (which wraps context.Canceled), never a denial, so nothing final is
-// recorded for the call.
-func TestTerminalCtrlCIsNoAnswer(t *testing.T) {
-	master, slave := openPTY(t)
-	scr := watch(master)
-	term := &Prompt{In: slave, Out: slave, User: "carol"}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	type result struct {
-		a   confirm.Answer
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		a, err := term.Confirm(ctx, sampleRequest())
-		done <- result{a, err}
-	}()
-	scr.waitFor(t, "Approve once")
-	if _, err := master.WriteString("\x03"); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if !errors.Is(r.err, confirm.ErrAborted) || !errors.Is(r.err, context.Canceled) || r.a.Decision != "" {
-		t.Fatalf("Confirm after Ctrl-C = %+v, %v; want no answer and confirm.ErrAborted", r.a, r.err)
 	}
 }
