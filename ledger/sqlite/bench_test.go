@@ -190,3 +190,13 @@ func BenchmarkReplayClaim(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClaimCompleteWriteBehind: one caller, durable claims, outcomes
+// written behind (one fsync per operation instead of two).
+func BenchmarkClaimCompleteWriteBehind(b *testing.B) {
+	st := openStore(b, &sqlite.Options{Durability: ledger.WriteBehind})
+	defer reportCPU(b, cpuTime(b))
+	for i := 0; b.Loop(); i++ {
+		claimComplete(b, st, fmt.Sprintf("k%d", i))
+	}
+}
