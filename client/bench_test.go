@@ -70,6 +70,19 @@ func BenchmarkCallToolDurable(b *testing.B) {
 	}
 }
 
+// BenchmarkCallToolDurableWriteBehind is BenchmarkCallToolDurable with
+// the outcome written behind: the claim's fsync is the only one on the
+// call's path.
+func BenchmarkCallToolDurableWriteBehind(b *testing.B) {
+	c := benchClientOn(b, nil, &client.Options{Durability: ledger.WriteBehind})
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.CallTool(client.WithKey(ctx, fmt.Sprintf("k%d", i)), write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // replayKeys is how many distinct finished keys BenchmarkCallToolReplayMany
 // cycles through.
 const replayKeys = 10_000

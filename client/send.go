@@ -29,6 +29,9 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		maybeSent bool
 		encErr    error
 	)
+	if c.opts.Durability != ledger.Durable {
+		ctx = ledger.WithDurability(ctx, c.opts.Durability)
+	}
 	after, rep, err := c.lc.Execute(ctx, rec, func(ctx context.Context, l ledger.Lease) ledger.Report {
 		op.fence = wire.Fence{Token: l.Fence, Scope: l.Scope}
 		res, attempts, sendErr, maybeSent = c.send(ctx, op, true)
