@@ -87,8 +87,8 @@ type Options struct {
 	// waits for reconciliation; the call is never executed twice. Stores
 	// that do not know the setting write durably.
 	Durability ledger.Durability
-	Logger    *slog.Logger
-	Now       func() time.Time
+	Logger     *slog.Logger
+	Now        func() time.Time
 	// MeterProvider and TracerProvider receive the metrics and spans of
 	// every call (the global OpenTelemetry providers when nil); see
 	// package telemetry. When the store is a ledger.EventLog, each call
