@@ -125,6 +125,16 @@ func BenchmarkClaimCompleteParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkClaimCompleteWriteBehind is BenchmarkClaimComplete with the
+// outcome committed with synchronous_commit off: one WAL flush per
+// operation instead of two.
+func BenchmarkClaimCompleteWriteBehind(b *testing.B) {
+	st := open(b, pgtest.Schema(b), &postgres.Options{MaxConns: 1, Durability: ledger.WriteBehind})
+	for i := 0; b.Loop(); i++ {
+		claimComplete(b, st, fmt.Sprintf("k-%d", i))
+	}
+}
+
 // BenchmarkFollower is a duplicate claim of a settled operation: the
 // replay path.
 func BenchmarkFollower(b *testing.B) {

@@ -65,6 +65,13 @@ type Options struct {
 	// ReconnectFor is how long an operation keeps retrying while the server
 	// is unreachable or restarting. Negative disables retries.
 	ReconnectFor time.Duration
+	// Durability is ledger.Durable unless set. ledger.WriteBehind (here or
+	// asked for by a caller's context, see ledger.WithDurability) commits
+	// a run's outcome with synchronous_commit off: claims stay durable,
+	// the outcome is visible at once, and the server's WAL writer flushes
+	// it within three times wal_writer_delay (600ms by default) or with
+	// the next durable commit, whichever comes first.
+	Durability ledger.Durability
 }
 
 // Store is a ledger.Store on PostgreSQL, shared by every process that opens
@@ -79,6 +86,7 @@ type Store struct {
 	pollMax        time.Duration
 	batchSize      int
 	reconnectFor   time.Duration
+	durability     ledger.Durability
 
 	waiters *waiters
 	lis     *listener
@@ -141,6 +149,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		pollMax:        positive(o.PollMax, DefaultPollMax),
 		batchSize:      o.BatchSize,
 		reconnectFor:   o.ReconnectFor,
+		durability:     o.Durability,
 		waiters:        newWaiters(),
 	}
 	if s.now == nil {
