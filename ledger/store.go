@@ -200,8 +200,9 @@ const (
 	// run's outcome (PROCESSING -> SUCCEEDED or FAILED) return once other
 	// processes can read it, before it is on disk: it becomes durable with
 	// the store's next durable write or within the store's short bound.
-	// A machine crash (power loss, kernel panic; not a process crash)
-	// inside that window loses the outcome, never the claim: the record is
+	// A machine crash (power loss, kernel panic) or a database server's
+	// crash inside that window loses the outcome, never the claim (a crash
+	// of the calling process loses nothing): the record is
 	// PROCESSING again, its owner is dead, so it becomes UNKNOWN and waits
 	// for reconciliation. The call is never executed a second time.
 	WriteBehind
