@@ -203,8 +203,9 @@ const (
 	// A machine crash (power loss, kernel panic) or a database server's
 	// crash inside that window loses the outcome, never the claim (a crash
 	// of the calling process loses nothing): the record is
-	// PROCESSING again, its owner is dead, so it becomes UNKNOWN and waits
-	// for reconciliation. The call is never executed a second time.
+	// PROCESSING again under a lease no one renews (its owner is dead or
+	// done), so it becomes UNKNOWN and waits for reconciliation. The call
+	// is never executed a second time.
 	WriteBehind
 )
 
