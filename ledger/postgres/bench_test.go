@@ -112,9 +112,9 @@ func BenchmarkClaimCompleteVsFloor(b *testing.B) {
 }
 
 // BenchmarkClaimCompleteParallel runs ClaimComplete from 64 goroutines on
-// distinct keys.
+// distinct keys, on the default pool.
 func BenchmarkClaimCompleteParallel(b *testing.B) {
-	st := open(b, pgtest.Schema(b), &postgres.Options{MaxConns: 16})
+	st := open(b, pgtest.Schema(b), nil)
 	var n atomic.Int64
 	b.SetParallelism(max(1, 64/runtimeProcs()))
 	b.ResetTimer()

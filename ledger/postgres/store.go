@@ -27,10 +27,13 @@ const DefaultSchema = "mcpledger"
 // Defaults for Options fields left zero.
 const (
 	DefaultAcquireTimeout = 10 * time.Second
-	DefaultPollMin        = 20 * time.Millisecond
-	DefaultPollMax        = time.Second
-	DefaultBatchSize      = 500
-	DefaultReconnectFor   = 15 * time.Second
+	// DefaultMaxConns is the pool size when neither Options.MaxConns nor
+	// the URL's pool_max_conns sets one.
+	DefaultMaxConns     = 16
+	DefaultPollMin      = 20 * time.Millisecond
+	DefaultPollMax      = time.Second
+	DefaultBatchSize    = 500
+	DefaultReconnectFor = 15 * time.Second
 )
 
 // maxSchemaLen keeps the notification channel "mcpledger:<schema>" within
@@ -48,9 +51,13 @@ type Options struct {
 	// consulted, so tests can move time and many hosts agree with their own
 	// clocks' skew only.
 	Now func() time.Time
-	// MaxConns is the pool size (the pool's default, max(4, NumCPU), when
-	// zero). Followers waiting in Wait hold no connection between polls;
-	// one more connection per Store listens for notifications.
+	// MaxConns is the pool size (DefaultMaxConns when zero). A ledger
+	// operation mostly waits for the server's WAL flush, not for a CPU, so
+	// the pool is sized for concurrent callers whose commits the server
+	// flushes together, not by the CPU count; connections open only as
+	// callers need them. Followers waiting in Wait hold no connection
+	// between polls; one more connection per Store listens for
+	// notifications.
 	MaxConns int32
 	// AcquireTimeout bounds the wait for a pooled connection; past it an
 	// operation fails with ErrPoolTimeout instead of queueing without end.
@@ -131,6 +138,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	// Every pooled connection resolves the ledger's tables in its schema; the
 	// SQL in this package names no schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	if !strings.Contains(url, "pool_max_conns=") {
+		cfg.MaxConns = DefaultMaxConns // else the URL's own pool size
+	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
