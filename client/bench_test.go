@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"time"
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
@@ -32,15 +34,104 @@ func BenchmarkCallToolBare(b *testing.B) {
 }
 
 func benchClient(b *testing.B) *client.Client {
+	return benchClientOn(b, &sqlite.Options{Synchronous: sqlite.SyncNormal}, nil)
+}
+
+// benchClientOn is a client over an in-memory mcptest server and a SQLite
+// ledger opened with so; opts is added to the allow-all policy.
+func benchClientOn(b *testing.B, so *sqlite.Options, opts *client.Options) *client.Client {
 	srv := mcptest.New(nil)
 	b.Cleanup(func() { srv.Close() })
 	cs := srv.ConnectInMemory(context.Background(), b, nil)
-	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"), so)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return client.New(cs, st, &client.Options{Policy: allow()})
+	o := client.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Policy = allow()
+	return client.New(cs, st, &o)
+}
+
+// BenchmarkCallToolDurable is a new operation through the wrapper on the
+// default, durable ledger (SQLite FULL, every transition on disk before
+// it returns): the figure to set against BenchmarkCallToolBare plus
+// sqlite's BenchmarkFsyncFloor.
+func BenchmarkCallToolDurable(b *testing.B) {
+	c := benchClientOn(b, nil, nil)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.CallTool(client.WithKey(ctx, fmt.Sprintf("k%d", i)), write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallToolDurableWriteBehind is BenchmarkCallToolDurable with
+// the outcome written behind: the claim's fsync is the only one on the
+// call's path.
+func BenchmarkCallToolDurableWriteBehind(b *testing.B) {
+	c := benchClientOn(b, nil, &client.Options{Durability: ledger.WriteBehind})
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.CallTool(client.WithKey(ctx, fmt.Sprintf("k%d", i)), write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// replayKeys is how many distinct finished keys BenchmarkCallToolReplayMany
+// cycles through.
+const replayKeys = 10_000
+
+// BenchmarkCallToolReplayMany replays finished calls through CallTool, as a
+// re-run agent does: each iteration is a different one of 10,000 keys,
+// with a fresh arguments map, so nothing a single-key loop keeps hot
+// (caches, branch history, one map entry) helps it.
+func BenchmarkCallToolReplayMany(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < replayKeys; i += 16 {
+				if _, err := c.CallTool(client.WithKey(ctx, fmt.Sprintf("k%d", i)), write(fmt.Sprint(i), 1)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	ctxs := make([]context.Context, replayKeys)
+	keys := make([]string, replayKeys)
+	ids := make([]string, replayKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+		ctxs[i] = client.WithKey(ctx, keys[i])
+		ids[i] = fmt.Sprint(i)
+	}
+	runtime.GC() // the first calls' garbage is not the replays' cost
+	for i := 0; b.Loop(); i++ {
+		// A stride coprime with replayKeys visits every key in an order
+		// unlike the order they were written in.
+		j := (i * 7919) % replayKeys
+		o, err := c.Call(ctxs[j], write(ids[j], 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !o.Replayed || o.Key != keys[j] {
+			b.Fatalf("Call(%s) = {Replayed: %v, Key: %q}; want a replay", keys[j], o.Replayed, o.Key)
+		}
+	}
 }
 
 // BenchmarkCallToolLedger is a new operation through the wrapper each time:

@@ -82,8 +82,18 @@ type Options struct {
 	// MaxResult is the size past which a stored result is compacted
 	// (default ledger.DefaultMaxResult).
 	MaxResult int
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Durability is when the ledger's writes reach the disk: every one
+	// before it returns (ledger.Durable, the default), or claims durable
+	// and each call's outcome written behind (ledger.WriteBehind): the
+	// outcome is visible to every process at once and on disk with the
+	// store's next durable write or within its short window, which spares
+	// one fsync per call. A machine crash inside that window leaves the
+	// record PROCESSING under a dead owner, so it becomes UNKNOWN and
+	// waits for reconciliation; the call is never executed twice. Stores
+	// that do not know the setting write durably.
+	Durability ledger.Durability
+	Logger     *slog.Logger
+	Now        func() time.Time
 	// MeterProvider and TracerProvider receive the metrics and spans of
 	// every call (the global OpenTelemetry providers when nil); see
 	// package telemetry. When the store is a ledger.EventLog, each call

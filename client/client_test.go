@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,6 +390,50 @@ func TestReplaysAreIndependentCopies(t *testing.T) {
 		res.Meta = mcp.Meta{"x": 1}
 	}
 	if got := f.srv.Executions("copies"); got != 1 {
+		t.Fatalf("Executions = %d; want 1", got)
+	}
+}
+
+// TestFirstResultIsTheCallersOwn: the process remembers a new call's
+// result for its replays; what the first caller does to the result it got
+// must not reach them, and a replay still marshals to the stored result.
+func TestFirstResultIsTheCallersOwn(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := client.WithKey(context.Background(), "own")
+	first, err := f.c.CallTool(ctx, write("a", 1))
+	if err != nil {
+		t.Fatalf("CallTool = %v", err)
+	}
+	stored := record(t, f.store, "write", "own").Result
+	first.Content[0].(*mcp.TextContent).Text = "changed"
+	first.StructuredContent.(map[string]any)["id"] = "changed"
+	first.Meta = mcp.Meta{"x": "changed"}
+	res, err := f.c.CallTool(ctx, write("a", 1))
+	if err != nil {
+		t.Fatalf("replay = %v", err)
+	}
+	if _, ok := res.Meta[client.MetaReplay]; !ok {
+		t.Fatalf("replay _meta = %v; want the replay marker", res.Meta)
+	}
+	delete(res.Meta, client.MetaReplay)
+	if len(res.Meta) == 0 {
+		res.Meta = nil
+	}
+	got, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(stored, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("replay = %s; want the stored %s", got, stored)
+	}
+	if got := f.srv.Executions("own"); got != 1 {
 		t.Fatalf("Executions = %d; want 1", got)
 	}
 }

@@ -106,6 +106,22 @@ func (f *finals) put(r *ledger.Record) {
 	f.bytes += n
 }
 
+// putResult remembers r, which this process just recorded from res, with
+// a private copy of res as its template: the result a replay hands out is
+// then copied from memory, never decoded from the stored bytes, which
+// would cost a go-sdk decode (tens of µs) on the first replay of each key.
+// A compacted record's stored result differs from res and keeps no
+// template.
+func (f *finals) putResult(r *ledger.Record, res *mcp.CallToolResult) {
+	f.put(r)
+	if r == nil || res == nil || r.Compacted {
+		return
+	}
+	if t, ok := copyResult(res); ok {
+		f.setTemplate(r, t)
+	}
+}
+
 func (f *finals) drop(id ledger.ID, r *ledger.Record) {
 	delete(f.m, id)
 	f.bytes -= size(r)

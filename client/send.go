@@ -29,6 +29,9 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		maybeSent bool
 		encErr    error
 	)
+	if c.opts.Durability != ledger.Durable {
+		ctx = ledger.WithDurability(ctx, c.opts.Durability)
+	}
 	after, rep, err := c.lc.Execute(ctx, rec, func(ctx context.Context, l ledger.Lease) ledger.Report {
 		op.fence = wire.Fence{Token: l.Fence, Scope: l.Scope}
 		res, attempts, sendErr, maybeSent = c.send(ctx, op, true)
@@ -54,7 +57,7 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		after = rec
 	}
 	if sendErr == nil {
-		c.finals.put(after)
+		c.finals.putResult(after, res)
 		return &Outcome{Result: res, Key: op.id.Key, Record: after, Attempts: attempts, Decision: op.decision}, nil
 	}
 	to, _ := ledger.Next(ledger.StateProcessing, rep.On)
@@ -298,6 +301,6 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	if err != nil {
 		return nil, fmt.Errorf("client: record result of %s (key %s): %w", op.name, key, err)
 	}
-	c.finals.put(after)
+	c.finals.putResult(after, res)
 	return &Outcome{Result: res, Key: key, Record: after, Attempts: 1}, nil
 }

@@ -196,3 +196,42 @@ const (
 	// aborted.
 	KindNoAnswer = "no_answer"
 )
+
+// Durability says when a store's writes reach the disk.
+type Durability int
+
+const (
+	// Durable (the default): every write is on disk before it returns.
+	Durable Durability = iota
+	// WriteBehind keeps claims and every other write durable, but lets a
+	// run's outcome (PROCESSING -> SUCCEEDED or FAILED) return once other
+	// processes can read it, before it is on disk: it becomes durable with
+	// the store's next durable write or within the store's short bound.
+	// A machine crash (power loss, kernel panic) or a database server's
+	// crash inside that window loses the outcome, never the claim (a crash
+	// of the calling process loses nothing): the record is
+	// PROCESSING again under a lease no one renews (its owner is dead or
+	// done), so it becomes UNKNOWN and waits for reconciliation. The call
+	// is never executed a second time.
+	WriteBehind
+)
+
+type durabilityKey struct{}
+
+// WithDurability asks the stores that write under ctx for d.
+func WithDurability(ctx context.Context, d Durability) context.Context {
+	return context.WithValue(ctx, durabilityKey{}, d)
+}
+
+// DurabilityOf is the durability ctx asks for (Durable when unset).
+func DurabilityOf(ctx context.Context) Durability {
+	d, _ := ctx.Value(durabilityKey{}).(Durability)
+	return d
+}
+
+// Deferrable reports whether t may be written behind under d: only a
+// run's outcome, the one write whose loss leaves a record a crash would
+// have left anyway.
+func Deferrable(d Durability, t Transition) bool {
+	return d == WriteBehind && t.From == StateProcessing && (t.To == StateSucceeded || t.To == StateFailed)
+}

@@ -112,9 +112,9 @@ func BenchmarkClaimCompleteVsFloor(b *testing.B) {
 }
 
 // BenchmarkClaimCompleteParallel runs ClaimComplete from 64 goroutines on
-// distinct keys.
+// distinct keys, on the default pool.
 func BenchmarkClaimCompleteParallel(b *testing.B) {
-	st := open(b, pgtest.Schema(b), &postgres.Options{MaxConns: 16})
+	st := open(b, pgtest.Schema(b), nil)
 	var n atomic.Int64
 	b.SetParallelism(max(1, 64/runtimeProcs()))
 	b.ResetTimer()
@@ -123,6 +123,16 @@ func BenchmarkClaimCompleteParallel(b *testing.B) {
 			claimComplete(b, st, fmt.Sprintf("k-%d", n.Add(1)))
 		}
 	})
+}
+
+// BenchmarkClaimCompleteWriteBehind is BenchmarkClaimComplete with the
+// outcome committed with synchronous_commit off: one WAL flush per
+// operation instead of two.
+func BenchmarkClaimCompleteWriteBehind(b *testing.B) {
+	st := open(b, pgtest.Schema(b), &postgres.Options{MaxConns: 1, Durability: ledger.WriteBehind})
+	for i := 0; b.Loop(); i++ {
+		claimComplete(b, st, fmt.Sprintf("k-%d", i))
+	}
 }
 
 // BenchmarkFollower is a duplicate claim of a settled operation: the

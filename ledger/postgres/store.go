@@ -27,10 +27,13 @@ const DefaultSchema = "mcpledger"
 // Defaults for Options fields left zero.
 const (
 	DefaultAcquireTimeout = 10 * time.Second
-	DefaultPollMin        = 20 * time.Millisecond
-	DefaultPollMax        = time.Second
-	DefaultBatchSize      = 500
-	DefaultReconnectFor   = 15 * time.Second
+	// DefaultMaxConns is the pool size when neither Options.MaxConns nor
+	// the URL's pool_max_conns sets one.
+	DefaultMaxConns     = 16
+	DefaultPollMin      = 20 * time.Millisecond
+	DefaultPollMax      = time.Second
+	DefaultBatchSize    = 500
+	DefaultReconnectFor = 15 * time.Second
 )
 
 // maxSchemaLen keeps the notification channel "mcpledger:<schema>" within
@@ -48,9 +51,13 @@ type Options struct {
 	// consulted, so tests can move time and many hosts agree with their own
 	// clocks' skew only.
 	Now func() time.Time
-	// MaxConns is the pool size (the pool's default, max(4, NumCPU), when
-	// zero). Followers waiting in Wait hold no connection between polls;
-	// one more connection per Store listens for notifications.
+	// MaxConns is the pool size (DefaultMaxConns when zero). A ledger
+	// operation mostly waits for the server's WAL flush, not for a CPU, so
+	// the pool is sized for concurrent callers whose commits the server
+	// flushes together, not by the CPU count; connections open only as
+	// callers need them. Followers waiting in Wait hold no connection
+	// between polls; one more connection per Store listens for
+	// notifications.
 	MaxConns int32
 	// AcquireTimeout bounds the wait for a pooled connection; past it an
 	// operation fails with ErrPoolTimeout instead of queueing without end.
@@ -65,6 +72,13 @@ type Options struct {
 	// ReconnectFor is how long an operation keeps retrying while the server
 	// is unreachable or restarting. Negative disables retries.
 	ReconnectFor time.Duration
+	// Durability is ledger.Durable unless set. ledger.WriteBehind (here or
+	// asked for by a caller's context, see ledger.WithDurability) commits
+	// a run's outcome with synchronous_commit off: claims stay durable,
+	// the outcome is visible at once, and the server's WAL writer flushes
+	// it within three times wal_writer_delay (600ms by default) or with
+	// the next durable commit, whichever comes first.
+	Durability ledger.Durability
 }
 
 // Store is a ledger.Store on PostgreSQL, shared by every process that opens
@@ -79,6 +93,7 @@ type Store struct {
 	pollMax        time.Duration
 	batchSize      int
 	reconnectFor   time.Duration
+	durability     ledger.Durability
 
 	waiters *waiters
 	lis     *listener
@@ -123,6 +138,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	// Every pooled connection resolves the ledger's tables in its schema; the
 	// SQL in this package names no schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	if !strings.Contains(url, "pool_max_conns=") {
+		cfg.MaxConns = DefaultMaxConns // else the URL's own pool size
+	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
@@ -141,6 +159,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		pollMax:        positive(o.PollMax, DefaultPollMax),
 		batchSize:      o.BatchSize,
 		reconnectFor:   o.ReconnectFor,
+		durability:     o.Durability,
 		waiters:        newWaiters(),
 	}
 	if s.now == nil {

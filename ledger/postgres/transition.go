@@ -325,6 +325,12 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 		var err error
 		sh := shapeOf(t, kind != nil, approval != nil)
 		args := transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
+		if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
+			out, meta, err = writeBehind(ctx, c, transitionSQL(sh), args, func(row pgx.Row) (*ledger.Record, rowMeta, error) {
+				return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
+			})
+			return err
+		}
 		out, meta, err = scanTransitioned(c.QueryRow(ctx, transitionSQL(sh), args...), sh, t, kind, msg, leaseUntil, now, token)
 		return err
 	})

@@ -59,9 +59,9 @@ func BenchmarkClaimComplete(b *testing.B) {
 	}
 }
 
-// BenchmarkRawFloor runs the same two statements through bare database/sql
-// with the same pragmas: what any SQLite ledger pays at least.
-func BenchmarkRawFloor(b *testing.B) {
+// rawDB is a ledger file the store created (schema, WAL), reopened through
+// bare database/sql with the store's durable pragmas and one connection.
+func rawDB(b *testing.B) *sql.DB {
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	st, err := sqlite.Open(context.Background(), path, nil) // schema
 	if err != nil {
@@ -80,8 +80,40 @@ func BenchmarkRawFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
+	return db
+}
+
+// BenchmarkFsyncFloor is one durable commit of one small row on the kind
+// of file the store writes (WAL, synchronous=FULL): the unit of the
+// floor. A durable protected call cannot cost less than the bare call plus
+// one of these (the claim must be on disk before the request leaves).
+func BenchmarkFsyncFloor(b *testing.B) {
+	db := rawDB(b)
+	if _, err := db.Exec(`CREATE TABLE floor (k TEXT PRIMARY KEY, v BLOB)`); err != nil {
+		b.Fatal(err)
+	}
+	insert, err := db.Prepare(`INSERT INTO floor (k, v) VALUES (?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reportCPU(b, cpuTime(b))
+	for i := 0; b.Loop(); i++ {
+		if _, err := insert.Exec(fmt.Sprintf("k%d", i), []byte(smallResult)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM floor`).Scan(&n); err != nil || n != b.N {
+		b.Fatalf("floor rows = %d, %v; want %d", n, err, b.N)
+	}
+}
+
+// BenchmarkRawFloor runs the same two statements through bare database/sql
+// with the same pragmas: what any SQLite ledger pays at least.
+func BenchmarkRawFloor(b *testing.B) {
+	db := rawDB(b)
 	insert, err := db.Prepare(`INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state, owner,
 		lease_until, trace_id, span_id, reuse_policy, created_at, updated_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'PROCESSING', ?, ?, '', '', 'reexecute', ?, ?, ?)
@@ -156,5 +188,15 @@ func BenchmarkReplayClaim(b *testing.B) {
 		if err != nil || c.Won || c.Record.State != ledger.StateSucceeded {
 			b.Fatalf("Claim = {Won: %v}, %v", c.Won, err)
 		}
+	}
+}
+
+// BenchmarkClaimCompleteWriteBehind: one caller, durable claims, outcomes
+// written behind (one fsync per operation instead of two).
+func BenchmarkClaimCompleteWriteBehind(b *testing.B) {
+	st := openStore(b, &sqlite.Options{Durability: ledger.WriteBehind})
+	defer reportCPU(b, cpuTime(b))
+	for i := 0; b.Loop(); i++ {
+		claimComplete(b, st, fmt.Sprintf("k%d", i))
 	}
 }

@@ -14,3 +14,6 @@ const DriverName = driverName
 
 // CountUnknownQuery is the statement behind Store.CountUnknown.
 const CountUnknownQuery = countUnknown
+
+// Unsynced reports whether s has commits not yet fsynced (write-behind).
+func Unsynced(s *Store) bool { return s.unsynced.Load() }

@@ -96,6 +96,20 @@ func runChild(role, path, owner string) error {
 	ctx := context.Background()
 	in := bufio.NewScanner(os.Stdin)
 	switch role {
+	case "get":
+		// Reads the record keyed owner once and prints its state.
+		st, err := sqlite.Open(ctx, path, &sqlite.Options{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		r, err := st.Get(ctx, claimReq(owner, "").ID)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("state %s %s\n", r.State, r.Result)
+		return nil
+
 	case "race":
 		st, err := sqlite.Open(ctx, path, nil)
 		if err != nil {

@@ -61,6 +61,16 @@ type Options struct {
 	Now func() time.Time
 	// Synchronous is SyncFull unless set; see SyncNormal for the risk.
 	Synchronous Synchronous
+	// Durability is ledger.Durable unless set. ledger.WriteBehind (here or
+	// asked for by a caller's context, see ledger.WithDurability) commits
+	// a run's outcome without an fsync: claims stay durable, and the
+	// outcome reaches the disk with the next durable commit or a flush
+	// WriteBehindWindow later, whichever comes first. It changes nothing
+	// under SyncNormal, which fsyncs no commit.
+	Durability ledger.Durability
+	// WriteBehindWindow bounds how long a written-behind outcome may stay
+	// off the disk (20ms when zero).
+	WriteBehindWindow time.Duration
 	// BusyTimeout is how long a write waits for a lock held by another
 	// process before failing with ErrBusy (5s when zero).
 	BusyTimeout time.Duration
@@ -104,6 +114,9 @@ func (o *Options) withDefaults() Options {
 	if v.MaxBatch <= 0 {
 		v.MaxBatch = 256
 	}
+	if v.WriteBehindWindow <= 0 {
+		v.WriteBehindWindow = 20 * time.Millisecond
+	}
 	return v
 }
 
@@ -141,6 +154,13 @@ type Store struct {
 	// commits counts committed write transactions (group commit shows as
 	// fewer commits than writes).
 	commits atomic.Int64
+	// relaxed: the write connection runs synchronous=NORMAL. Only the
+	// goroutine that owns the write connection reads or sets it.
+	relaxed bool
+	// unsynced: a commit without fsync wrote since the last durable one.
+	unsynced atomic.Bool
+	// flushing: a flush of unsynced commits is scheduled.
+	flushing atomic.Bool
 	// waitHook, set only by tests before use, runs when Wait blocks.
 	waitHook func(ledger.ID)
 }
@@ -213,6 +233,8 @@ func (s *Store) dsn(readOnly bool) string { return dsnFor(s.path, s.opts, readOn
 // first; later calls fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		// Outcomes written behind reach the disk before the store closes.
+		flushErr := s.flush()
 		s.wmu.Lock()
 		s.closed = true
 		for s.busy {
@@ -223,7 +245,7 @@ func (s *Store) Close() error {
 		<-s.writerEnd
 		// Blocked waiters re-read, fail on the closed database and return.
 		defer s.wakeAll()
-		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
+		s.closeErr = errors.Join(flushErr, s.rdb.Close(), s.wdb.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
 		}

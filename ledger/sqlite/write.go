@@ -248,7 +248,8 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		addFence = 1 // so is a new owner taking the lease
 	}
 	var rec *ledger.Record
-	err = s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+	lazy := ledger.Deferrable(max(s.opts.Durability, ledger.DurabilityOf(ctx)), t)
+	err = s.writeSingleAs(ctx, lazy, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		var leaseUntil int64
 		var owner, kind, msg, result any
 		if t.To.Waiting() {

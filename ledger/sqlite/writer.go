@@ -38,7 +38,11 @@ type op struct {
 	// single marks an op whose first statement, when it changes anything,
 	// is its whole write. Run alone, such an op may execute that statement
 	// outside a transaction; see wconn.
-	single  bool
+	single bool
+	// lazy marks a write that may be committed without an fsync (see
+	// ledger.WriteBehind); a batch is committed lazily only when all of
+	// its ops are lazy.
+	lazy    bool
 	state   atomic.Int32
 	err     error
 	changed []ledger.ID
@@ -54,6 +58,12 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 // anything, is all it writes (see op.single).
 func (s *Store) writeSingle(ctx context.Context, fn writeFunc) error {
 	return s.submit(ctx, &op{ctx: ctx, fn: fn, single: true})
+}
+
+// writeSingleAs is writeSingle for an op that may be written behind when
+// lazy is set.
+func (s *Store) writeSingleAs(ctx context.Context, lazy bool, fn writeFunc) error {
+	return s.submit(ctx, &op{ctx: ctx, fn: fn, single: true, lazy: lazy})
 }
 
 func (s *Store) submit(ctx context.Context, o *op) error {
@@ -195,7 +205,15 @@ func (s *Store) commitBatch(ctx context.Context, ops []*op) error {
 			return err
 		}
 		w := &wconn{c: c}
+		lazy := s.opts.Synchronous == SyncFull && allLazy(ops)
+		if err := s.syncMode(w, lazy); err != nil {
+			return err
+		}
+		before := s.commits.Load()
 		err = s.commitOn(ctx, w, ops)
+		if err == nil && s.commits.Load() != before {
+			s.committed(lazy)
+		}
 		if c.inTx() {
 			// A failed COMMIT can leave the transaction open; the next
 			// batch must start clean.
