@@ -282,7 +282,7 @@ func (a *app) report(err error) int {
 	}
 	// An error may quote a URL, a header or a tool's text: no secret in it
 	// reaches the console.
-	msg := boundLine(ledger.RedactText(ledger.MaskDSN(err.Error())))
+	msg := boundLine(ledger.MaskDSN(ledger.RedactText(err.Error())))
 	e, _ := errors.AsType[*exitError](err)
 	if a.json && (e == nil || !e.printed) {
 		body := errorBody{Reason: reason, Message: msg, Exit: code}
