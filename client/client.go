@@ -282,8 +282,17 @@ func keyAware(s *mcp.ClientSession) bool {
 	return ok
 }
 
-// wireKey is id's key as the server sees it.
-func wireKey(_ *mcp.ClientSession, id ledger.ID) string { return id.Key }
+// wireKey is id's key as the server sees it: as it is for a server that
+// keeps keys per tenant, else made distinct per tenant (wire.TenantKey), so
+// two tenants of this ledger never share a server-side record.
+func wireKey(s *mcp.ClientSession, id ledger.ID) string {
+	if s != nil {
+		if ir := s.InitializeResult(); ir != nil && ir.Capabilities != nil && wire.TenantAware(ir.Capabilities.Experimental) {
+			return id.Key
+		}
+	}
+	return wire.TenantKey(id.Tenant, id.Key)
+}
 
 // serverName labels the upstream for the policy and prompts.
 func (c *Client) serverName(s *mcp.ClientSession) string {

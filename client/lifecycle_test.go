@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,5 +188,35 @@ func TestFenceOnTheWire(t *testing.T) {
 	rec := record(t, f.store, "write", "order-13")
 	if len(got) != 3 || got[0] != "order-13" || got[1] != float64(1) || got[2] != ledger.FenceScope(rec) {
 		t.Fatalf("_meta key, fence and scope at the server = %v; want [order-13 1 %s]", got, ledger.FenceScope(rec))
+	}
+}
+
+// Against a key-aware server that does not keep keys per tenant, two
+// tenants' equal keys go out distinct, and neither names its tenant: one
+// tenant is never answered with the other's record.
+func TestTenantsDistinctOnTheWire(t *testing.T) {
+	f := newFixture(t, &mcptest.Options{Idempotent: true}, &client.Options{Tenant: "acme"})
+	other := client.New(f.srv.ConnectInMemory(context.Background(), t, nil), f.store,
+		&client.Options{Tenant: "globex", Policy: allow(), Retry: fastRetry()})
+	t.Cleanup(func() { other.Close() })
+	ctx := client.WithKey(context.Background(), "order-7")
+	if _, err := f.c.CallTool(ctx, write("a", 1)); err != nil {
+		t.Fatalf("acme CallTool = %v", err)
+	}
+	o, err := other.Call(ctx, write("a", 1))
+	if err != nil || o.Replayed {
+		t.Fatalf("globex Call = %+v, %v; want its own execution", o, err)
+	}
+	seen := f.srv.KeysSeen()
+	if len(seen) != 2 || seen[0] == seen[1] {
+		t.Fatalf("keys the server saw = %v; want two distinct keys", seen)
+	}
+	for _, k := range seen {
+		if strings.Contains(k, "acme") || strings.Contains(k, "globex") {
+			t.Errorf("key on the wire %q names its tenant", k)
+		}
+	}
+	if n := f.srv.TotalExecutions(); n != 2 {
+		t.Fatalf("executions = %d; want 2 (one per tenant)", n)
 	}
 }

@@ -129,19 +129,20 @@ func (w *world) look(ctx context.Context, journalPath string, keys []string) (ma
 		}
 	}
 	for _, v := range views {
-		if err := w.pay.QueryRowContext(ctx, `SELECT count(*), coalesce(max(id), '') FROM payments WHERE idempotency_key = ?`, v.key).
+		if err := w.pay.QueryRowContext(ctx, `SELECT count(*), coalesce(max(id), '') FROM payments WHERE idempotency_key = ?`, serverKey(v.key)).
 			Scan(&v.paid, &v.paymentID); err != nil {
 			return nil, fmt.Errorf("payments of %s: %w", v.key, err)
 		}
-		if err := w.down.QueryRowContext(ctx, `SELECT count(*) FROM applied WHERE idempotency_key = ?`, v.key).Scan(&v.applied); err != nil {
+		if err := w.down.QueryRowContext(ctx, `SELECT count(*) FROM applied WHERE idempotency_key = ?`, serverKey(v.key)).Scan(&v.applied); err != nil {
 			return nil, fmt.Errorf("downstream of %s: %w", v.key, err)
 		}
 		for _, l := range []struct {
-			st     ledger.Store
-			tenant string
-			rec    **ledger.Record
-		}{{w.agentStore, agentTenant, &v.agent}, {w.proxyStore, proxyTenant, &v.proxy}, {w.serverStore, server.DefaultTenant, &v.server}} {
-			r, err := l.st.Get(ctx, ledger.ID{Tenant: l.tenant, Tool: "create_payment", Key: v.key})
+			st          ledger.Store
+			tenant, key string
+			rec         **ledger.Record
+		}{{w.agentStore, agentTenant, v.key, &v.agent}, {w.proxyStore, proxyTenant, proxyKey(v.key), &v.proxy},
+			{w.serverStore, server.DefaultTenant, serverKey(v.key), &v.server}} {
+			r, err := l.st.Get(ctx, ledger.ID{Tenant: l.tenant, Tool: "create_payment", Key: l.key})
 			if errors.Is(err, ledger.ErrNotFound) {
 				continue
 			}
@@ -168,10 +169,10 @@ func (w *world) waitDrained(ctx context.Context, keys []string, d time.Duration)
 		}
 		for _, k := range keys {
 			var paid, applied int
-			if err := w.pay.QueryRowContext(ctx, `SELECT count(*) FROM payments WHERE idempotency_key = ?`, k).Scan(&paid); err != nil {
+			if err := w.pay.QueryRowContext(ctx, `SELECT count(*) FROM payments WHERE idempotency_key = ?`, serverKey(k)).Scan(&paid); err != nil {
 				return err
 			}
-			if err := w.down.QueryRowContext(ctx, `SELECT count(*) FROM applied WHERE idempotency_key = ?`, k).Scan(&applied); err != nil {
+			if err := w.down.QueryRowContext(ctx, `SELECT count(*) FROM applied WHERE idempotency_key = ?`, serverKey(k)).Scan(&applied); err != nil {
 				return err
 			}
 			if applied < paid {
@@ -300,7 +301,7 @@ func (w *world) reconcile(ctx context.Context, views map[string]*view) (int, err
 			as = "succeeded"
 		}
 		if v.server != nil && v.server.State == ledger.StateUnknown {
-			out, err := exec.CommandContext(ctx, w.bin.payments, "-db", w.paymentsDB, "-reconcile", v.key).CombinedOutput()
+			out, err := exec.CommandContext(ctx, w.bin.payments, "-db", w.paymentsDB, "-reconcile", v.server.Key).CombinedOutput()
 			if err != nil {
 				return n, fmt.Errorf("payments -reconcile %s: %w\n%s", v.key, err, out)
 			}
@@ -318,7 +319,7 @@ func (w *world) reconcile(ctx context.Context, views map[string]*view) (int, err
 			}
 			note := fmt.Sprintf("the payments table has %d payment(s) for this key", v.paid)
 			out, err := exec.CommandContext(ctx, w.bin.agentctl, "--ledger", l.target, "--tenant", l.tenant,
-				"ledger", "reconcile", v.key, "--as", as, "--tool", "create_payment", "--note", note).CombinedOutput()
+				"ledger", "reconcile", l.rec.Key, "--as", as, "--tool", "create_payment", "--note", note).CombinedOutput()
 			if err != nil {
 				return n, fmt.Errorf("agentctl ledger reconcile %s (tenant %s): %w\n%s", v.key, l.tenant, err, out)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Tenants of the two client-side ledgers; the payments server uses
@@ -23,6 +24,13 @@ const (
 	agentTenant = "agent"
 	proxyTenant = "proxy"
 )
+
+// Keys as each hop sends them on. Neither the proxy nor the payments
+// server keeps keys per tenant, so the agent's tenant tags its keys for the
+// proxy, and the proxy's tenant tags them again for the server
+// (wire.TenantKey): the proxy's ledger and the server see these keys.
+func proxyKey(k string) string  { return wire.TenantKey(agentTenant, k) }
+func serverKey(k string) string { return wire.TenantKey(proxyTenant, proxyKey(k)) }
 
 // world is the long-lived part of one half of the suite: the databases,
 // the HTTP servers kept running across iterations, and what the checks

@@ -230,6 +230,15 @@ func keyAware(mc *client.Client) bool {
 	return ok
 }
 
+// wireKey is id's key as the server sees it: as it is for a server that
+// keeps keys per tenant, else made distinct per tenant (wire.TenantKey).
+func wireKey(mc *client.Client, id ledger.ID) string {
+	if mc != nil && wire.TenantAware(mc.GetServerCapabilities().Experimental) {
+		return id.Key
+	}
+	return wire.TenantKey(id.Tenant, id.Key)
+}
+
 // tool returns the server's definition of name (nil when the server does
 // not list it or the list is unavailable).
 func (c *Client) tool(ctx context.Context, name string) *mcp.Tool {

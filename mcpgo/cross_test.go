@@ -105,6 +105,32 @@ func TestKeyReuseIsRefused(t *testing.T) {
 	})
 }
 
+// Two tenants of one ledger send the same key with the same arguments to
+// a guarded server that does not keep keys per tenant: their keys go out
+// distinct, so each tenant's call runs once, and a repeat is its own
+// tenant's replay.
+func TestTenantsAreDistinctOnTheWire(t *testing.T) {
+	each(t, func(t *testing.T, p pair, w string) {
+		u := newUpstream(t, p.serverSDK, w, true)
+		store := openStore(t, "agent.db")
+		args := map[string]any{"item": "lamp", "qty": 1}
+		texts := map[string]string{}
+		for _, tenant := range []string{"acme", "globex", "acme"} {
+			ans, err := p.tenantAgent(t, u, store, tenant).call(keyed(t.Context(), "order-t"), args)
+			if err != nil {
+				t.Fatalf("tenant %s: %v", tenant, err)
+			}
+			if prev, ok := texts[tenant]; ok && prev != ans.text {
+				t.Errorf("tenant %s's repeat = %q; want its first answer %q", tenant, ans.text, prev)
+			}
+			texts[tenant] = ans.text
+		}
+		if got := u.runs(); got != 2 {
+			t.Errorf("create_order ran %d times; want 2 (once per tenant)", got)
+		}
+	})
+}
+
 // Against a server without the capability, a lost response leaves the
 // call UNKNOWN: it is not sent again, by this call or the next one with
 // the key.
@@ -171,7 +197,7 @@ func TestUnknownIsResentOnlyToAKeyAwareServer(t *testing.T) {
 			if err != nil || !cl.Won {
 				t.Fatalf("Claim = %+v, %v; want a won claim", cl, err)
 			}
-			a := newMCPGoAgent(t, u, store)
+			a := newMCPGoAgent(t, u, store, "")
 			ans, err := a.call(keyed(t.Context(), "order-dead"), args)
 			switch {
 			case guarded && (err != nil || ans.text != "ord-chair (run 1)"):

@@ -36,7 +36,7 @@ func (c *Client) send(ctx context.Context, k *call, fence wire.Fence, keyed bool
 		}
 		attempts++
 		s := &sink{}
-		r, callErr := mc.CallTool(withSink(actx, s), c.request(k, fence, keyed))
+		r, callErr := mc.CallTool(withSink(actx, s), c.request(mc, k, fence, keyed))
 		cancel()
 		if callErr == nil {
 			res, raw, maybeSent = r, s.result, true
@@ -82,7 +82,7 @@ func (a *answered) Unwrap() []error { return []error{a.rpc, a.mcpgo} }
 
 // request builds fresh params and a fresh _meta for one attempt: mcp-go
 // writes protocol fields into the request it is given.
-func (c *Client) request(k *call, fence wire.Fence, keyed bool) mcp.CallToolRequest {
+func (c *Client) request(mc *client.Client, k *call, fence wire.Fence, keyed bool) mcp.CallToolRequest {
 	fields := map[string]any{}
 	var progress mcp.ProgressToken
 	if m := k.req.Params.Meta; m != nil {
@@ -93,13 +93,14 @@ func (c *Client) request(k *call, fence wire.Fence, keyed bool) mcp.CallToolRequ
 	}
 	var args any = k.args
 	if keyed {
-		fields[wire.MetaKey] = k.id.Key
+		key := wireKey(mc, k.id)
+		fields[wire.MetaKey] = key
 		if fence.Token > 0 {
 			fields[wire.MetaFence] = fence.Token
 			fields[wire.MetaFenceScope] = fence.Scope
 		}
 		if declaresKeyArg(k.tool) {
-			args = withKeyArg(k.args, k.id.Key)
+			args = withKeyArg(k.args, key)
 		}
 	}
 	var req mcp.CallToolRequest

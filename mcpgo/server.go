@@ -100,10 +100,14 @@ func NewGuard(store ledger.Store, opts *ServerOptions) *Guard {
 
 // Capability is the experimental capability a key-aware server
 // advertises, to merge into the map given to server.WithExperimental.
+// With a Tenant function it also says it keeps keys per tenant
+// (wire.CapabilityTenants), so clients send their keys as they are.
 func (g *Guard) Capability() map[string]any {
-	return map[string]any{wire.Capability: map[string]any{
-		"version": wire.CapabilityVersion, "retentionSeconds": int64(g.opts.Retention / time.Second),
-	}}
+	v := map[string]any{"version": wire.CapabilityVersion, "retentionSeconds": int64(g.opts.Retention / time.Second)}
+	if g.opts.Tenant != nil {
+		v[wire.CapabilityTenants] = true
+	}
+	return map[string]any{wire.Capability: v}
 }
 
 // ServerOptions are the options that install the Guard on

@@ -179,7 +179,7 @@ var allowAll = &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm
 // mcpgoAgent is an mcp-go client through package mcpgo.
 type mcpgoAgent struct{ c *mcpgo.Client }
 
-func newMCPGoAgent(t *testing.T, u *upstream, store ledger.Store) *mcpgoAgent {
+func newMCPGoAgent(t *testing.T, u *upstream, store ledger.Store, tenant string) *mcpgoAgent {
 	t.Helper()
 	connect := func(ctx context.Context) (*client.Client, error) {
 		var tr transport.Interface
@@ -212,7 +212,7 @@ func newMCPGoAgent(t *testing.T, u *upstream, store ledger.Store) *mcpgoAgent {
 		}
 		return mc, nil
 	}
-	c, err := mcpgo.Dial(t.Context(), connect, store, &mcpgo.ClientOptions{Retry: fastRetry})
+	c, err := mcpgo.Dial(t.Context(), connect, store, &mcpgo.ClientOptions{Retry: fastRetry, Tenant: tenant})
 	if err != nil {
 		t.Fatalf("mcpgo.Dial: %v", err)
 	}
@@ -245,7 +245,7 @@ func (a *mcpgoAgent) close() error { return a.c.Close() }
 // goSDKAgent is a go-sdk client through package client.
 type goSDKAgent struct{ c *lclient.Client }
 
-func newGoSDKAgent(t *testing.T, u *upstream, store ledger.Store) *goSDKAgent {
+func newGoSDKAgent(t *testing.T, u *upstream, store ledger.Store, tenant string) *goSDKAgent {
 	t.Helper()
 	connect := func(ctx context.Context) (*gomcp.ClientSession, error) {
 		var tr gomcp.Transport
@@ -258,7 +258,7 @@ func newGoSDKAgent(t *testing.T, u *upstream, store ledger.Store) *goSDKAgent {
 	}
 	// The policy allows: these tests are about repeats, not confirmation
 	// (mcp-go marks an unannotated tool destructive, which asks).
-	c, err := lclient.Dial(t.Context(), connect, store, &lclient.Options{Retry: fastRetry, Policy: allowAll})
+	c, err := lclient.Dial(t.Context(), connect, store, &lclient.Options{Retry: fastRetry, Policy: allowAll, Tenant: tenant})
 	if err != nil {
 		t.Fatalf("client.Dial: %v", err)
 	}
@@ -287,12 +287,23 @@ func (a *goSDKAgent) close() error { return a.c.Close() }
 type pair struct {
 	name      string
 	serverSDK string
-	agent     func(t *testing.T, u *upstream, store ledger.Store) agent
+	// agent is an agent of this pair's client SDK with the default tenant.
+	agent func(t *testing.T, u *upstream, store ledger.Store) agent
+	// tenantAgent is one with a named tenant.
+	tenantAgent func(t *testing.T, u *upstream, store ledger.Store, tenant string) agent
 }
 
 var pairs = []pair{
-	{"mcpgo-client/gosdk-server", "gosdk", func(t *testing.T, u *upstream, s ledger.Store) agent { return newMCPGoAgent(t, u, s) }},
-	{"gosdk-client/mcpgo-server", "mcpgo", func(t *testing.T, u *upstream, s ledger.Store) agent { return newGoSDKAgent(t, u, s) }},
+	{"mcpgo-client/gosdk-server", "gosdk",
+		func(t *testing.T, u *upstream, s ledger.Store) agent { return newMCPGoAgent(t, u, s, "") },
+		func(t *testing.T, u *upstream, s ledger.Store, tenant string) agent {
+			return newMCPGoAgent(t, u, s, tenant)
+		}},
+	{"gosdk-client/mcpgo-server", "mcpgo",
+		func(t *testing.T, u *upstream, s ledger.Store) agent { return newGoSDKAgent(t, u, s, "") },
+		func(t *testing.T, u *upstream, s ledger.Store, tenant string) agent {
+			return newGoSDKAgent(t, u, s, tenant)
+		}},
 }
 
 var wires = []string{"http", "stdio"}

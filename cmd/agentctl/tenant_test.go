@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // paymentsOf counts tenant's payments for key at the payments example.
@@ -130,5 +132,59 @@ func TestTenantsThroughTheProxy(t *testing.T) {
 		if n := e.paymentsOf(tenant, "order-7"); n != 1 {
 			t.Errorf("payments of tenant %s for order-7 = %d; want 1", tenant, n)
 		}
+	}
+}
+
+// Against a key-aware payments server that does not keep keys per tenant
+// (no tokens: every call is its tenant "default"), three tenants of one
+// ledger send the same key. The client makes their keys distinct on the
+// wire: each tenant gets a payment of its own, tenant b with other
+// arguments is not told that a's key exists, and no key the server saw
+// names a tenant. The same holds for two tenants' proxies.
+func TestTenantsAgainstAServerWithoutTenants(t *testing.T) {
+	e := newE2E(t)
+	url := e.startPaymentsHTTP()
+	call := func(tenant string, args ...string) outcome {
+		t.Helper()
+		return e.run(nil, append([]string{"--json", "--tenant", tenant, "call", "--url", url, "--yes", "--key", "order-7"}, args...)...)
+	}
+	a := call("a", pay...)
+	a.wantExit(t, exitOK)
+	c := call("c", pay...)
+	c.wantExit(t, exitOK)
+	if a.stdout == c.stdout {
+		t.Fatalf("tenant c got tenant a's answer %s", a.stdout)
+	}
+	call("b", "create_payment", "amount_cents=99", "currency=EUR", "payee=other").wantExit(t, exitOK)
+	call("c", pay...).wantExit(t, exitOK)
+	for _, tenant := range []string{"a", "b", "c"} {
+		if n := e.paymentsFor(wire.TenantKey(tenant, "order-7")); n != 1 {
+			t.Errorf("payments for tenant %s's order-7 = %d; want 1", tenant, n)
+		}
+	}
+	if n := e.paymentsFor("order-7"); n != 0 {
+		t.Errorf("payments under the bare key order-7 = %d; want 0", n)
+	}
+
+	texts := map[string]string{}
+	for _, tenant := range []string{"p1", "p2"} {
+		cs, _ := connectStdioHost(t, proxyEnv(t, "MCPLEDGER_TENANT="+tenant), elicitAnswer("approve_once"), "--url", url)
+		for range 2 {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_payment", Arguments: payArgs,
+				Meta: mcp.Meta{"io.github.mcpledger/idempotency-key": "order-9"}})
+			if err != nil || res.IsError {
+				t.Fatalf("proxy of tenant %s: create_payment = %v, %v", tenant, res, err)
+			}
+			if prev, ok := texts[tenant]; ok && prev != proxyResultText(res) {
+				t.Fatalf("tenant %s's repeat = %q; want its first answer %q", tenant, proxyResultText(res), prev)
+			}
+			texts[tenant] = proxyResultText(res)
+		}
+		if n := e.paymentsFor(wire.TenantKey(tenant, "order-9")); n != 1 {
+			t.Errorf("payments for tenant %s's order-9 = %d; want 1", tenant, n)
+		}
+	}
+	if texts["p1"] == texts["p2"] {
+		t.Fatalf("both proxies' tenants got %q; want a payment each", texts["p1"])
 	}
 }
