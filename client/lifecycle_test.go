@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,6 +18,8 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/mcptest"
+	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // ask is a policy that asks before every write.
@@ -218,5 +222,44 @@ func TestTenantsDistinctOnTheWire(t *testing.T) {
 	}
 	if n := f.srv.TotalExecutions(); n != 2 {
 		t.Fatalf("executions = %d; want 2 (one per tenant)", n)
+	}
+}
+
+// Arguments that already carry an idempotency_key (a host put it there,
+// in front of a proxy) get the key as it goes on the wire, even when the
+// tool's schema does not declare the argument: the guard, which checks
+// that _meta and the argument agree, runs the call.
+func TestKeyArgumentFollowsTheWireKey(t *testing.T) {
+	var runs atomic.Int32
+	var seen atomic.Value
+	s := mcp.NewServer(&mcp.Implementation{Name: "guarded", Version: "v1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "write", InputSchema: &jsonschema.Schema{Type: "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			runs.Add(1)
+			seen.Store(string(req.Params.Arguments))
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	s.AddReceivingMiddleware(server.New(openStore(t), nil).Middleware())
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := s.Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(cs, openStore(t), &client.Options{Tenant: "acme", Policy: allow(), Retry: fastRetry()})
+	t.Cleanup(func() { c.Close() })
+	ctx := client.WithKey(context.Background(), "order-8")
+	o, err := c.Call(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"id": "a", "idempotency_key": "order-8"}})
+	if err != nil || o.Result.IsError {
+		t.Fatalf("Call with the key in the arguments = %+v, %v; want it run", o, err)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("runs = %d; want 1", runs.Load())
+	}
+	want := wire.TenantKey("acme", "order-8")
+	if got, _ := seen.Load().(string); !strings.Contains(got, want) {
+		t.Fatalf("arguments at the server = %s; want the wire key %s", got, want)
 	}
 }

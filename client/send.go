@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	mcpop "github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
@@ -183,7 +184,7 @@ func (c *Client) params(s *mcp.ClientSession, op *operation, keyed bool) *mcp.Ca
 			meta[wire.MetaFence] = op.fence.Token
 			meta[wire.MetaFenceScope] = op.fence.Scope
 		}
-		if c.declaresKeyArg(op.tool) {
+		if c.declaresKeyArg(op.tool) || mcpop.CarriesKeyArg(op.args) {
 			args = withKeyArg(op.args, key)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -99,7 +100,7 @@ func (c *Client) request(mc *client.Client, k *call, fence wire.Fence, keyed boo
 			fields[wire.MetaFence] = fence.Token
 			fields[wire.MetaFenceScope] = fence.Scope
 		}
-		if declaresKeyArg(k.tool) {
+		if declaresKeyArg(k.tool) || op.CarriesKeyArg(k.args) {
 			args = withKeyArg(k.args, key)
 		}
 	}

@@ -104,3 +104,20 @@ func TraceParent(meta map[string]any) (trace, span string) {
 	}
 	return parts[1], parts[2]
 }
+
+// CarriesKeyArg reports whether the argument object args has an
+// idempotency_key member at its top level (a host or an earlier hop put
+// the key there). A client that changes the key on the wire must then
+// change it there too, or the server sees two keys, whether or not the
+// tool's schema, which it may not have at hand, declares the argument.
+func CarriesKeyArg(args json.RawMessage) bool {
+	if !strings.Contains(string(args), `"`+wire.ArgKey+`"`) && !strings.Contains(string(args), `\`) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return false
+	}
+	_, ok := m[wire.ArgKey]
+	return ok
+}
