@@ -226,22 +226,22 @@ func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.T
 	return ""
 }
 
-// standing reports whether r's approval approves later calls of its tool
-// in its session: "approve for this session", not expired, given under
-// the policy in force. An answer given at a prompt carries no expiry or
-// policy version of its own: it lasts the policy's approval expiry from
-// when it was given.
+// standing reports whether r's approval approves later calls of op's tool
+// now: "approve for this session", given in this tenant and session, not
+// expired, under the policy in force. Every such approval records its
+// policy version and expiry when it is given (confirm.Binding, Decide),
+// so a changed policy or the passing of time ends it, however it was
+// given; one without them (recorded before approvals were bound) stands
+// for nothing.
 func (c *Client) standing(op *operation, r *ledger.Record) bool {
 	ap := r.Approval
-	if ap == nil || ap.Decision != ledger.DecisionApprovedSession {
+	switch {
+	case ap == nil || ap.Decision != ledger.DecisionApprovedSession:
+		return false
+	case r.Tenant != op.id.Tenant || r.Session != c.opts.Session || r.Tool != op.name:
+		return false
+	case ap.PolicyVersion == "" || ap.PolicyVersion != c.opts.Policy.Version():
 		return false
 	}
-	expires := ap.Expires
-	if expires.IsZero() {
-		expires = ap.At.Add(c.opts.Policy.Expiry(confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}))
-	}
-	if !c.opts.Now().Before(expires) {
-		return false
-	}
-	return ap.PolicyVersion == "" || ap.PolicyVersion == c.opts.Policy.Version()
+	return !ap.Expires.IsZero() && c.opts.Now().Before(ap.Expires)
 }
