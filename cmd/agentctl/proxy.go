@@ -53,7 +53,10 @@ NAME makes every host session share one on purpose, and a host may name
 its own in the _meta of initialize ("io.github.mcpledger/session").
 A call the policy asks about is put to the host as an elicitation when the
 host supports it, else on the controlling terminal, else it is denied: allow
-the tool in a policy file (--policy) to let it through.
+the tool in a policy file (--policy) to let it through. A call the policy
+queues is answered at once with a result saying it awaits a person's
+approval, with its key; after agentctl ledger approve KEY the model's next
+same call runs it once, and after ledger deny it gets the denial.
 
 A host configures it in place of the server it wraps, for example:
 
