@@ -2,11 +2,14 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
@@ -15,12 +18,15 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
+	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // queueFixture is a proxy whose policy queues pay_invoice, on a SQLite
 // file that a second store (the approver's process) also opens, both on
 // one clock.
 type queueFixture struct {
+	p        *proxy.Proxy
 	u        *upstream
 	h        *host
 	approver ledger.Store
@@ -45,13 +51,13 @@ func newQueueProxy(t *testing.T, expiry time.Duration) *queueFixture {
 		{Tool: "pay_invoice", Action: confirm.Queue, Expiry: expiry},
 		{Tool: "*", Action: confirm.Allow},
 	}}
-	p := startProxy(t, st, f.u.transport, &proxy.Options{
+	f.p = startProxy(t, st, f.u.transport, &proxy.Options{
 		Policy: policy, Session: "agent-1",
 		Client: &client.Options{Retry: fastRetry, Now: f.clock.Now, Requester: "agent-1"},
 	})
 	// A host without elicitation: no one to ask now, which a queue does
 	// not need.
-	f.h = connectHost(t, p, hostOptions{})
+	f.h = connectHost(t, f.p, hostOptions{})
 	return f
 }
 
@@ -174,5 +180,58 @@ func TestProxyQueuedCallExpires(t *testing.T) {
 	}
 	if n := f.u.payments.Load(); n != 0 {
 		t.Fatalf("pay_invoice ran %d times; want 0", n)
+	}
+}
+
+// A host that sends its own key is a runtime with a ledger of its own (an
+// mcpledger client, another proxy): it gets the wire error of a call in
+// progress, which its ledger retries and never stores as final, with the
+// state and the key in data; once approved, its call with the key runs.
+func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
+	f := newQueueProxy(t, 0)
+	_, err := f.h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "pay_invoice",
+		Arguments: map[string]any{"invoice": "INV-13"}, Meta: mcp.Meta{client.MetaKey: "inv-13"}})
+	je, ok := errors.AsType[*jsonrpc.Error](err)
+	var data wire.ErrorData
+	if ok {
+		ok = json.Unmarshal(je.Data, &data) == nil
+	}
+	if !ok || je.Code != wire.CodeInProgress || data.State != string(ledger.StatePendingApproval) || data.Key != "inv-13" || retry.Classify(err) != retry.Transient {
+		t.Fatalf("queued call with a key = %v (data %+v); want -31002 in progress, PENDING_APPROVAL, key inv-13", err, data)
+	}
+
+	// An mcpledger client as the host, on a ledger of its own.
+	outer := newStore(t)
+	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := f.p.Server().Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return mcp.NewClient(&mcp.Implementation{Name: "outer", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	}
+	c, err := client.Dial(context.Background(), connect, outer, &client.Options{Retry: &retry.Policy{MaxAttempts: 2, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}, Session: "outer",
+		// The proxy's policy is the one that queues.
+		Policy: &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}})
+	if err != nil {
+		t.Fatalf("client.Dial = %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := client.WithKey(context.Background(), "inv-14")
+	args := &mcp.CallToolParams{Name: "pay_invoice", Arguments: map[string]any{"invoice": "INV-14"}}
+	_, err = c.Call(ctx, args)
+	if err == nil {
+		t.Fatalf("outer call before the approval = nil; want an error")
+	}
+	t.Logf("outer call before the approval: %v", err)
+	if r, err := outer.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.State.Final() {
+		t.Fatalf("outer record before the approval = %+v, %v; want a state that is not final", r, err)
+	}
+	f.decide(t, "inv-14", client.Decision{Approve: true, By: "bob"})
+	out, err := c.Call(ctx, args)
+	if err != nil || out.Result.IsError || resultText(out.Result) != "paid INV-14" {
+		t.Fatalf("outer call after the approval = %+v, %v; want the payment", out, err)
+	}
+	if n := f.u.payments.Load(); n != 1 {
+		t.Fatalf("pay_invoice ran %d times; want 1", n)
 	}
 }
