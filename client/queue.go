@@ -107,7 +107,7 @@ func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimReq
 		rec = cl.Record
 		if cl.Won {
 			c.log.Info("call queued for approval", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", rec.LeaseUntil)
-			return nil, c.fail(op, rec, ErrAwaitingApproval)
+			return nil, c.awaiting(op, rec, "")
 		}
 		o, err, again := c.settle(ctx, op, rec)
 		if !again {
@@ -142,16 +142,16 @@ func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) 
 			return nil, fmt.Errorf("client: %w", err), false, true
 		}
 		if latest.State == ledger.StatePendingApproval {
-			return nil, c.fail(op, latest, ErrAwaitingApproval), false, true
+			return nil, c.awaiting(op, latest, ""), false, true
 		}
 		o, err, again := c.settle(ctx, op, latest)
 		return o, err, again, true
 	}
 	if !q.Approved {
-		return nil, c.fail(op, rec, ErrAwaitingApproval), false, true
+		return nil, c.awaiting(op, rec, ""), false, true
 	}
 	if why := c.unbound(op, rec, q, now); why != "" {
-		return nil, c.fail(op, rec, fmt.Errorf("%w: %s", ErrAwaitingApproval, why)), false, true
+		return nil, c.awaiting(op, rec, why), false, true
 	}
 	after, err := c.store.Transition(ctx, ledger.Transition{
 		ID: rec.ID, From: ledger.StatePendingApproval, To: ledger.StateProcessing,
@@ -169,6 +169,43 @@ func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) 
 	c.log.Info("approved call taken over", "tool", op.name, "key", ledger.ShortHash(rec.Key), "by", rec.Approval.By)
 	o, err = c.run(ctx, op, after)
 	return o, err, false, true
+}
+
+// awaiting is the answer to a call whose record waits for a person:
+// ErrAwaitingApproval (with why an approval on it does not count, when
+// one is there), and the model-facing text of what to do meanwhile. A
+// model told "do not issue it again" would never make the call that runs
+// it once approved; told only "try again" it would poll; so the text says
+// to tell the user, ask ledger_status later, and call again once approved.
+func (c *Client) awaiting(op *operation, rec *ledger.Record, why string) error {
+	err := ErrAwaitingApproval
+	if why != "" {
+		err = fmt.Errorf("%w: %s", ErrAwaitingApproval, why)
+	}
+	e := c.fail(op, rec, err)
+	if ce, ok := e.(*Error); ok {
+		ce.Text = awaitingText(rec, why)
+	}
+	return e
+}
+
+// awaitingText is what a model reads about rec, a call that waits for a
+// person's approval; why, when not empty, says why an approval on it does
+// not count.
+func awaitingText(rec *ledger.Record, why string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "Not done yet: the call of %s (key %s) awaits a person's approval", rec.Tool, rec.Key)
+	if !rec.LeaseUntil.IsZero() {
+		fmt.Fprintf(&s, " until %s", rec.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	s.WriteString(". Nothing has run")
+	if why != "" {
+		fmt.Fprintf(&s, "; the approval on it does not count: %s", ledger.OneLine(why, 200))
+	}
+	fmt.Fprintf(&s, ". Tell the user it waits for their approval (agentctl ledger approve %s, or the web console), "+
+		"and do not look for another way to make it happen. Later, call ledger_status with key %q: once it says approved, "+
+		"make the same call again (same tool and arguments) and it runs once; if it was denied or expired, it did not run.", rec.Key, rec.Key)
+	return s.String()
 }
 
 // unbound says why rec's approval does not cover this call ("" when it does).
@@ -189,22 +226,22 @@ func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.T
 	return ""
 }
 
-// standing reports whether r's approval approves later calls of its tool
-// in its session: "approve for this session", not expired, given under
-// the policy in force. An answer given at a prompt carries no expiry or
-// policy version of its own: it lasts the policy's approval expiry from
-// when it was given.
+// standing reports whether r's approval approves later calls of op's tool
+// now: "approve for this session", given in this tenant and session, not
+// expired, under the policy in force. Every such approval records its
+// policy version and expiry when it is given (confirm.Binding, Decide),
+// so a changed policy or the passing of time ends it, however it was
+// given; one without them (recorded before approvals were bound) stands
+// for nothing.
 func (c *Client) standing(op *operation, r *ledger.Record) bool {
 	ap := r.Approval
-	if ap == nil || ap.Decision != ledger.DecisionApprovedSession {
+	switch {
+	case ap == nil || ap.Decision != ledger.DecisionApprovedSession:
+		return false
+	case r.Tenant != op.id.Tenant || r.Session != c.opts.Session || r.Tool != op.name:
+		return false
+	case ap.PolicyVersion == "" || ap.PolicyVersion != c.opts.Policy.Version():
 		return false
 	}
-	expires := ap.Expires
-	if expires.IsZero() {
-		expires = ap.At.Add(c.opts.Policy.Expiry(confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}))
-	}
-	if !c.opts.Now().Before(expires) {
-		return false
-	}
-	return ap.PolicyVersion == "" || ap.PolicyVersion == c.opts.Policy.Version()
+	return !ap.Expires.IsZero() && c.opts.Now().Before(ap.Expires)
 }

@@ -113,7 +113,7 @@ func (w *world) iterate(p plan) bool {
 		t.Errorf("%v: %d keys' unknown outcomes were stored FAILED by the agent", p, after.stale)
 		ok = false
 	}
-	w.counts.add(func(c *counts) {
+	tally := func(c *counts) {
 		c.iterations++
 		if killed {
 			c.kills[p.Victim]++
@@ -130,7 +130,9 @@ func (w *world) iterate(p plan) bool {
 		c.unresolved += before.unresolved
 		c.staleAgent += after.stale
 		c.duplicates = len(dups)
-	})
+	}
+	w.counts.add(tally)
+	w.modes[b2i(p.WriteBehind)].add(tally)
 	if testing.Verbose() {
 		t.Logf("%v: killed=%v unresolved=%d UNKNOWN=%d reconciled=%d in %v",
 			p, killed, before.unresolved, before.unknown, reconciled, time.Since(began).Round(time.Millisecond))
@@ -219,7 +221,7 @@ func (w *world) kill(p plan, agent *proc) bool {
 			px := w.proxyFor(p)
 			px.kill()
 			w.reap(p, 0)
-			w.startProxy(p.UpstreamHTTP)
+			w.startProxy(p)
 			return true
 		}
 		pid := descendant(agent.pid(), w.bin.agentctl)

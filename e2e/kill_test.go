@@ -78,6 +78,7 @@ func TestKill(t *testing.T) {
 		}},
 	}
 	total := &counts{}
+	totals := [2]*counts{{}, {}} // durable, write-behind
 	for i, h := range halves {
 		t.Run(h.name, func(t *testing.T) {
 			// Each half gets an equal share of the time that is left.
@@ -88,6 +89,16 @@ func TestKill(t *testing.T) {
 			plans := makePlans(seed+uint64(i), iterations, killWindow, h.name)
 			w.run(plans, time.Now().Add(share))
 			say(t, "kill suite %s: %s", h.name, c)
+			for m, mc := range w.modes {
+				say(t, "kill suite %s %s: %s", h.name, modeNames[m], mc)
+				totals[m].add(func(tc *counts) { tc.merge(mc) })
+				if mc.duplicates != 0 {
+					t.Errorf("%s duplicates = %d; want 0", modeNames[m], mc.duplicates)
+				}
+			}
+			if c.iterations >= writeBehindEvery && w.modes[1].iterations == 0 {
+				t.Errorf("no iteration ran with write-behind in %d", c.iterations)
+			}
 			total.add(func(tc *counts) { tc.merge(c) })
 			if c.iterations < iterations {
 				t.Errorf("ran %d of %d iterations before the deadline; raise %s or lower %s", c.iterations, iterations, envBudget, envIterations)
@@ -98,7 +109,13 @@ func TestKill(t *testing.T) {
 		})
 	}
 	say(t, "kill suite total: %s", total)
+	for m, mc := range totals {
+		say(t, "kill suite total %s: %s", modeNames[m], mc)
+	}
 }
+
+// modeNames name the durability of an iteration in the figures.
+var modeNames = [2]string{"durable", "write-behind"}
 
 // say logs to the test log, to stdout, and to the file named by
 // envReport when it is set.

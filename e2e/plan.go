@@ -42,7 +42,11 @@ type plan struct {
 	// other iteration, "mcpgo" (package mcpgo). It follows N, not the RNG,
 	// so a seed drawn before it existed replays the same other choices.
 	AgentSDK string
-	Victim   victim
+	// WriteBehind: the agent and the proxy write each call's outcome
+	// behind (ledger.WriteBehind; agentctl --durability write-behind),
+	// every third iteration. Like AgentSDK it follows N.
+	WriteBehind bool
+	Victim      victim
 	// Fault, when set, is the payments fault point that kills the server
 	// (PAYMENTS_FAULT point=kill); only with UpstreamHTTP, where the suite
 	// starts payments and can restart it without the fault.
@@ -57,6 +61,17 @@ type plan struct {
 
 // agentSDKs are the SDKs the agent runs on (its -sdk flag).
 var agentSDKs = []string{"gosdk", "mcpgo"}
+
+// writeBehindEvery: one iteration in so many runs with write-behind.
+const writeBehindEvery = 3
+
+// durability is the -durability value of the agent and the proxy of p.
+func (p plan) durability() string {
+	if p.WriteBehind {
+		return "write-behind"
+	}
+	return "durable"
+}
 
 // faultPoints are the payments fault hooks an iteration may kill at.
 var faultPoints = []string{"handler", "handler-committed", "deliver-applied"}
@@ -73,6 +88,7 @@ func makePlans(seed uint64, n int, window time.Duration, tag string) []plan {
 			AgentHTTP:    rng.IntN(2) == 0,
 			UpstreamHTTP: rng.IntN(2) == 0,
 			AgentSDK:     agentSDKs[i%len(agentSDKs)],
+			WriteBehind:  i%writeBehindEvery == writeBehindEvery-1,
 			Victim:       victim(rng.IntN(int(victims))),
 		}
 		// A third of the payments kills over HTTP land on a fault hook:
@@ -107,6 +123,10 @@ func (p plan) String() string {
 	if p.AgentSDK == "mcpgo" {
 		agent = "mcpgo-agent"
 	}
-	return fmt.Sprintf("#%03d %s-%s->proxy-%s->payments kill %s at %s, %d keys",
-		p.N, agent, hop(p.AgentHTTP), hop(p.UpstreamHTTP), p.Victim, at, len(p.Keys))
+	mode := ""
+	if p.WriteBehind {
+		mode = " (write-behind)"
+	}
+	return fmt.Sprintf("#%03d %s-%s->proxy-%s->payments%s kill %s at %s, %d keys",
+		p.N, agent, hop(p.AgentHTTP), hop(p.UpstreamHTTP), mode, p.Victim, at, len(p.Keys))
 }

@@ -16,7 +16,7 @@ func Example() {
 	// Output:
 	// #000 agent-http->proxy-http->payments kill proxy at 20ms after key 1, 4 keys
 	// #001 mcpgo-agent-http->proxy-http->payments kill payments at 11ms after key 0, 3 keys
-	// #002 agent-stdio->proxy-stdio->payments kill agent at 6ms after key 2, 3 keys
+	// #002 agent-stdio->proxy-stdio->payments (write-behind) kill agent at 6ms after key 2, 3 keys
 	// #003 mcpgo-agent-http->proxy-http->payments kill payments at 11ms after key 1, 2 keys
 }
 
@@ -29,10 +29,17 @@ func TestMakePlans(t *testing.T) {
 	seen := map[string]bool{}
 	var topologies [2][2]int
 	var kills [victims]int
+	// Write-behind iterations by victim and by agent SDK.
+	var behind [victims]int
+	var behindSDK [2]int
 	faults := 0
 	for _, p := range a {
 		topologies[b2i(p.AgentHTTP)][b2i(p.UpstreamHTTP)]++
 		kills[p.Victim]++
+		if p.WriteBehind {
+			behind[p.Victim]++
+			behindSDK[b2i(p.AgentSDK == "mcpgo")]++
+		}
 		if p.Fault != "" {
 			faults++
 			if p.Victim != victimPayments || !p.UpstreamHTTP || p.Delay != 0 {
@@ -70,6 +77,17 @@ func TestMakePlans(t *testing.T) {
 	}
 	if faults == 0 {
 		t.Errorf("no plan kills at a fault hook in %d", n)
+	}
+	for v, k := range behind {
+		if k == 0 {
+			t.Errorf("no write-behind plan kills %v in %d", victim(v), n)
+		}
+	}
+	if behindSDK[0] == 0 || behindSDK[1] == 0 {
+		t.Errorf("write-behind plans by SDK (gosdk, mcpgo) = %v in %d; want both", behindSDK, n)
+	}
+	if got, want := behind[0]+behind[1]+behind[2], n/writeBehindEvery; got < want-1 || got > want+1 {
+		t.Errorf("%d write-behind plans in %d; want about %d", got, n, want)
 	}
 }
 

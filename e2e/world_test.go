@@ -52,18 +52,24 @@ type world struct {
 	policy      string
 
 	// The HTTP servers: payments (also the dispatcher that drains the
-	// outbox between iterations), and two proxies for HTTP agents, one
-	// in front of a stdio payments child, one in front of payments' URL.
-	payPort, proxyStdioPort, proxyURLPort int
-	payHTTP, proxyStdio, proxyURL         *proc
+	// outbox between iterations), and the proxies for HTTP agents, by
+	// [write-behind][upstream over HTTP]: in front of a stdio payments
+	// child or of payments' URL, writing outcomes durably or behind.
+	payPort    int
+	payHTTP    *proc
+	proxyPorts [2][2]int
+	proxies    [2][2]*proc
 
 	counts *counts
+	// modes are the figures of the durable iterations ([0]) and the
+	// write-behind ones ([1]); counts has them all.
+	modes [2]*counts
 }
 
 func newWorld(t *testing.T, name, agentLedger, proxyLedger string, c *counts) *world {
 	t.Helper()
 	w := &world{t: t, bin: build(t), dir: t.TempDir(), name: name, counts: c,
-		agentLedger: agentLedger, proxyLedger: proxyLedger}
+		modes: [2]*counts{{}, {}}, agentLedger: agentLedger, proxyLedger: proxyLedger}
 	ctx := context.Background()
 	w.paymentsDB = filepath.Join(w.dir, "p.db")
 	w.sqliteFiles = []string{w.paymentsDB, filepath.Join(w.dir, "p.ledger.db"), filepath.Join(w.dir, "p.downstream.db")}
@@ -89,7 +95,12 @@ func newWorld(t *testing.T, name, agentLedger, proxyLedger string, c *counts) *w
 		t.Cleanup(func() { st.Close() })
 	}
 
-	w.payPort, w.proxyStdioPort, w.proxyURLPort = freePort(t), freePort(t), freePort(t)
+	w.payPort = freePort(t)
+	for wb := range w.proxyPorts {
+		for up := range w.proxyPorts[wb] {
+			w.proxyPorts[wb][up] = freePort(t)
+		}
+	}
 	w.startPayments("")
 	// payments created its databases; the checks read them from here on.
 	if w.serverStore, err = sqlite.Open(ctx, w.sqliteFiles[1], nil); err != nil {
@@ -140,9 +151,10 @@ func (w *world) ready(p *proc, line string) {
 
 // proxyArgs is agentctl proxy in front of payments: over stdio (a child
 // per host session) or, with url, over HTTP. listen serves the host over
-// HTTP when not empty.
-func (w *world) proxyArgs(listen, url string) []string {
-	argv := []string{w.bin.agentctl, "--ledger", w.proxyLedger, "--tenant", proxyTenant, "proxy", "--policy", w.policy}
+// HTTP when not empty. p's durability is the proxy's.
+func (w *world) proxyArgs(p plan, listen, url string) []string {
+	argv := []string{w.bin.agentctl, "--ledger", w.proxyLedger, "--tenant", proxyTenant, "proxy", "--policy", w.policy,
+		"--durability", p.durability()}
 	if listen != "" {
 		argv = append(argv, "--listen", listen)
 	}
@@ -152,62 +164,69 @@ func (w *world) proxyArgs(listen, url string) []string {
 	return append(append(argv, "--"), w.paymentsArgs()...)
 }
 
-// startProxy (re)starts one of the two HTTP proxies.
-func (w *world) startProxy(upstreamHTTP bool) *proc {
-	w.t.Helper()
-	port, url, slot := w.proxyStdioPort, "", &w.proxyStdio
-	if upstreamHTTP {
-		port, url, slot = w.proxyURLPort, w.paymentsURL(), &w.proxyURL
+// proxySlot indexes the HTTP proxy of plan p in proxies and proxyPorts.
+func proxySlot(p plan) (wb, up int) {
+	if p.WriteBehind {
+		wb = 1
 	}
-	p := start(w.t, "proxy", nil, w.proxyArgs(fmt.Sprintf("127.0.0.1:%d", port), url)...)
-	w.ready(p, "listening on")
-	*slot = p
-	return p
+	if p.UpstreamHTTP {
+		up = 1
+	}
+	return wb, up
+}
+
+// startProxy (re)starts the HTTP proxy of plan p.
+func (w *world) startProxy(p plan) *proc {
+	w.t.Helper()
+	wb, up := proxySlot(p)
+	url := ""
+	if p.UpstreamHTTP {
+		url = w.paymentsURL()
+	}
+	px := start(w.t, "proxy", nil, w.proxyArgs(p, fmt.Sprintf("127.0.0.1:%d", w.proxyPorts[wb][up]), url)...)
+	w.ready(px, "listening on")
+	w.proxies[wb][up] = px
+	return px
 }
 
 // proxyFor returns the running HTTP proxy an HTTP agent of plan p uses,
 // starting it when needed.
 func (w *world) proxyFor(p plan) *proc {
 	w.t.Helper()
-	cur := w.proxyStdio
-	if p.UpstreamHTTP {
-		cur = w.proxyURL
+	wb, up := proxySlot(p)
+	if cur := w.proxies[wb][up]; cur != nil && !cur.exited() {
+		return cur
 	}
-	if cur == nil || cur.exited() {
-		cur = w.startProxy(p.UpstreamHTTP)
-	}
-	return cur
+	return w.startProxy(p)
 }
 
-func (w *world) proxyEndpoint(upstreamHTTP bool) string {
-	port := w.proxyStdioPort
-	if upstreamHTTP {
-		port = w.proxyURLPort
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/", port)
+func (w *world) proxyEndpoint(p plan) string {
+	wb, up := proxySlot(p)
+	return fmt.Sprintf("http://127.0.0.1:%d/", w.proxyPorts[wb][up])
 }
 
 // startAgent runs the agent for keys, appending to journal.
 func (w *world) startAgent(p plan, journal string, keys []string) *proc {
 	w.t.Helper()
 	argv := []string{w.bin.agent, "-ledger", w.agentLedger, "-tenant", agentTenant, "-journal", journal,
-		"-keys", strings.Join(keys, ","), "-lease", "500ms", "-wait", "3s", "-retry-for", "20s", "-sdk", p.AgentSDK}
+		"-keys", strings.Join(keys, ","), "-lease", "500ms", "-wait", "3s", "-retry-for", "20s", "-sdk", p.AgentSDK,
+		"-durability", p.durability()}
 	if p.AgentHTTP {
 		w.proxyFor(p)
-		argv = append(argv, "-url", w.proxyEndpoint(p.UpstreamHTTP))
+		argv = append(argv, "-url", w.proxyEndpoint(p))
 	} else {
 		url := ""
 		if p.UpstreamHTTP {
 			url = w.paymentsURL()
 		}
-		argv = append(append(argv, "--"), w.proxyArgs("", url)...)
+		argv = append(append(argv, "--"), w.proxyArgs(p, "", url)...)
 	}
 	return start(w.t, "agent", nil, argv...)
 }
 
 func (w *world) stopAll() {
 	// Proxies first: their stdio payments children end with them.
-	for _, p := range []*proc{w.proxyStdio, w.proxyURL, w.payHTTP} {
+	for _, p := range []*proc{w.proxies[0][0], w.proxies[0][1], w.proxies[1][0], w.proxies[1][1], w.payHTTP} {
 		if p != nil {
 			p.stop()
 		}

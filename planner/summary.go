@@ -24,7 +24,12 @@ func meaning(r *ledger.Record) string {
 	case ledger.StateProcessing:
 		return "it is still running"
 	case ledger.StatePendingApproval:
-		return "it waits for a person's approval"
+		if ap := r.Approval; ap != nil && ap.Decision != ledger.DecisionDenied {
+			// A queued call a person approved: it runs when called again.
+			return "it was approved by " + ledger.OneLine(ap.By, 100) + " on " + stamp(ap.At) +
+				" and has not run yet: make the same call again (same tool and arguments) to run it once"
+		}
+		return "it waits for a person's approval; nothing has run"
 	case ledger.StateDenied:
 		if r.Approval != nil && r.Approval.Reason != "" {
 			return "it was refused (reason: " + ledger.OneLine(r.Approval.Reason, 200) + ")"
@@ -33,6 +38,9 @@ func meaning(r *ledger.Record) string {
 	case ledger.StateRetryable:
 		return "it never reached the tool and will be sent again under the same key"
 	case ledger.StateRejected:
+		if r.ErrorKind == ledger.KindApprovalExpired {
+			return "it did not run: no one approved it before its approval expired; nothing took effect, and the call may be made again (it then waits for approval again)"
+		}
 		return "it did not run (" + ledger.OneLine(r.ErrorMessage, 200) + "); nothing took effect and the call may be made again"
 	}
 	return "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"

@@ -33,6 +33,7 @@ type callFlags struct {
 	policy  string
 	timeout time.Duration
 	waitFor time.Duration // --wait-approval
+	durable string        // --durability
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -82,6 +83,7 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after `DURATION` (connecting, waiting and retries included); a call that may have run is then UNKNOWN (exit 4)")
 	fl.DurationVar(&f.waitFor, "wait-approval", 0, "when the call is queued for approval, wait up to `DURATION` for a person's decision")
 	a.policyFlag(c, &f.policy)
+	a.durabilityFlag(c, &f.durable)
 	return c
 }
 
@@ -113,6 +115,10 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	if err != nil {
 		return err
 	}
+	durability, err := parseDurability(f.durable)
+	if err != nil {
+		return err
+	}
 	if f.session == "" {
 		f.session = a.defaultSession()
 	}
@@ -137,12 +143,13 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	}
 	maxAttempts := retry.DefaultMaxAttempts
 	cl, err := client.Dial(runCtx, connect, st, &client.Options{
-		Tenant:    a.tenant,
-		Session:   f.session,
-		Policy:    policy,
-		Confirmer: a.statusConfirmer(a.confirmer(f.yes)),
-		Logger:    a.logger(),
-		Requester: a.who(),
+		Tenant:     a.tenant,
+		Session:    f.session,
+		Policy:     policy,
+		Confirmer:  a.statusConfirmer(a.confirmer(f.yes)),
+		Logger:     a.logger(),
+		Requester:  a.who(),
+		Durability: durability,
 		Retry: &retry.Policy{MaxAttempts: maxAttempts, OnRetry: func(err error, next time.Duration, attempt int) {
 			a.status.retrying(toolName, attempt, maxAttempts, next, retryWhy(err))
 		}},

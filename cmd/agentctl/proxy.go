@@ -29,13 +29,14 @@ type proxyFlags struct {
 	session     string
 	url         string
 	headers     headerFlags // for --url
-	command     []string    // the words after --
+	durability  string
+	command     []string // the words after --
 }
 
 func newProxyCmd(a *app) *cobra.Command {
 	var f proxyFlags
 	c := &cobra.Command{
-		Use:   "proxy [--listen ADDR] [--metrics-addr ADDR] [--policy FILE] [--session S] (-- CMD ARGS | --url URL)",
+		Use:   "proxy [--listen ADDR] [--metrics-addr ADDR] [--policy FILE] [--session S] [--durability MODE] (-- CMD ARGS | --url URL)",
 		Short: "Put the ledger in front of an MCP server, for any MCP host",
 		Long: `proxy is an MCP server to the host (stdio, or streamable HTTP with --listen)
 and a client to the upstream server (the command after --, or --url). Every
@@ -52,14 +53,18 @@ NAME makes every host session share one on purpose, and a host may name
 its own in the _meta of initialize ("io.github.mcpledger/session").
 A call the policy asks about is put to the host as an elicitation when the
 host supports it, else on the controlling terminal, else it is denied: allow
-the tool in a policy file (--policy) to let it through.
+the tool in a policy file (--policy) to let it through. A call the policy
+queues is answered at once with a result saying it awaits a person's
+approval, with its key; after agentctl ledger approve KEY the model's next
+same call runs it once, and after ledger deny it gets the denial.
 
 A host configures it in place of the server it wraps, for example:
 
   {"command": "agentctl", "args": ["proxy", "--", "npx", "-y", "some-mcp-server"]}`,
 		Example: `  agentctl proxy -- go run ./examples/payments
   agentctl proxy --listen 127.0.0.1:8090 --url http://127.0.0.1:8080/
-  agentctl proxy --metrics-addr 127.0.0.1:9464 -- go run ./examples/payments`,
+  agentctl proxy --metrics-addr 127.0.0.1:9464 -- go run ./examples/payments
+  agentctl proxy --durability write-behind -- go run ./examples/payments`,
 		Args: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash < 0 {
@@ -82,11 +87,16 @@ A host configures it in place of the server it wraps, for example:
 	fl.StringVar(&f.url, "url", "", "the upstream MCP server's streamable HTTP endpoint `URL`")
 	fl.Var(&f.headers, "header", "an HTTP header for --url, as 'Name: value'; the value may be $VAR (from the environment) or @FILE (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, on loopback (e.g. 127.0.0.1:9464)")
+	a.durabilityFlag(c, &f.durability)
 	return c
 }
 
 func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 	transport, label, fix, err := a.proxyTransport(f)
+	if err != nil {
+		return err
+	}
+	durability, err := parseDurability(f.durability)
 	if err != nil {
 		return err
 	}
@@ -97,14 +107,14 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		}
 		defer ln.Close()
 	}
-	var copts *client.Options
+	copts := &client.Options{Durability: durability}
 	if f.metricsAddr != "" {
 		prom, err := a.startMetrics(ctx, f.metricsAddr)
 		if err != nil {
 			return err
 		}
 		defer a.stopMetrics(prom)
-		copts = &client.Options{MeterProvider: prom.Provider}
+		copts.MeterProvider = prom.Provider
 	}
 	policy := confirm.Default()
 	if f.policy != "" {

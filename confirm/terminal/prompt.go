@@ -154,7 +154,7 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 		Title(fmt.Sprintf("Run %s%s?", safe(req.Tool), server)).
 		Options(
 			huh.NewOption("Approve once", choiceOnce),
-			huh.NewOption("Approve for this session (this tool, until the session ends)", choiceSession),
+			huh.NewOption("Approve for this session (this tool, until the policy changes or the approval expires)", choiceSession),
 			huh.NewOption("Deny", choiceDeny),
 		).
 		Value(&choice)

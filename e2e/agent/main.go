@@ -50,6 +50,7 @@ func main() {
 type config struct {
 	ledger, tenant, journal, url string
 	sdk                          string
+	durability                   ledger.Durability
 	keys                         []string
 	command                      []string
 	lease, wait, attempt         time.Duration
@@ -60,12 +61,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
-	var keys string
+	var keys, durability string
 	fs.StringVar(&cfg.ledger, "ledger", "", "the agent's ledger: a SQLite file or a postgres:// URL")
 	fs.StringVar(&cfg.tenant, "tenant", "agent", "ledger tenant")
 	fs.StringVar(&cfg.journal, "journal", "", "journal file (JSON lines, appended and fsynced)")
 	fs.StringVar(&keys, "keys", "", "comma-separated idempotency keys, one create_payment each")
 	fs.StringVar(&cfg.sdk, "sdk", "gosdk", "the agent's MCP SDK: gosdk (package client) or mcpgo (package mcpgo)")
+	fs.StringVar(&durability, "durability", "durable", "durable, or write-behind: each call's outcome is written behind (ledger.WriteBehind)")
 	fs.StringVar(&cfg.url, "url", "", "the server's streamable HTTP endpoint; without it the arguments after -- start a stdio server")
 	fs.DurationVar(&cfg.lease, "lease", time.Second, "PROCESSING lease of a call, renewed while it runs")
 	fs.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a call waits for an earlier execution of its key")
@@ -85,6 +87,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("give either -url or a server command after --")
 	case cfg.sdk != "gosdk" && cfg.sdk != "mcpgo":
 		return fmt.Errorf("-sdk %q: want gosdk or mcpgo", cfg.sdk)
+	case durability == "write-behind":
+		cfg.durability = ledger.WriteBehind
+	case durability != "durable":
+		return fmt.Errorf("-durability %q: want durable or write-behind", durability)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -113,7 +119,11 @@ func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer c.Close()
-		pay1 = func(ctx context.Context, key string) journal.Entry { return callMCPGo(ctx, c, key) }
+		// Package mcpgo has no Durability option: the stores take it from
+		// the context, where package client puts its own.
+		pay1 = func(ctx context.Context, key string) journal.Entry {
+			return callMCPGo(ledger.WithDurability(ctx, cfg.durability), c, key)
+		}
 	} else {
 		c, err := dialGoSDK(ctx, cfg, store, stderr)
 		if err != nil {
@@ -142,7 +152,7 @@ func dialGoSDK(ctx context.Context, cfg config, store ledger.Store, stderr io.Wr
 	return client.Dial(ctx, connector(cfg, stderr), store, &client.Options{
 		Tenant: cfg.tenant, Session: "kill-suite", Policy: payAll,
 		Lease: cfg.lease, InProgressWait: cfg.wait, AttemptTimeout: cfg.attempt,
-		Retry: cfg.retry(), Logger: warnings(stderr),
+		Retry: cfg.retry(), Logger: warnings(stderr), Durability: cfg.durability,
 	})
 }
 

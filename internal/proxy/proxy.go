@@ -151,6 +151,12 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		if err != nil {
 			return "", "", err
 		}
+		// A queued call no one decided before its expiry is REJECTED
+		// from then on; end such leases first, so the model asking about
+		// one is told it did not run rather than that it still waits.
+		if _, err := p.opts.Store.ExpireLeases(ctx); err != nil {
+			return "", "", fmt.Errorf("proxy: end the leases that ran out before reading the ledger: %w", err)
+		}
 		return p.opts.Tenant, l.session, nil
 	})
 	if err := p.syncTools(ctx, first); err != nil {

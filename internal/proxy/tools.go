@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -223,6 +224,16 @@ func wireError(err error) *jsonrpc.Error {
 		return retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
 	case errors.Is(err, client.ErrOutcomeUnknown):
 		return retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, msg, 0)
+	case errors.Is(err, client.ErrAwaitingApproval):
+		// Nothing ran and the key waits for a person: to the host's
+		// ledger that is a call in progress (an isError result would be
+		// stored as its final FAILED); data names the state and the key.
+		data, jerr := json.Marshal(wire.ErrorData{Reason: wire.ReasonInProgress, RetryAfterMs: wire.RetryAfterMs(time.Second),
+			Key: ce.Key, State: string(ledger.StatePendingApproval)})
+		if jerr != nil {
+			return retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, msg, time.Second)
+		}
+		return &jsonrpc.Error{Code: wire.CodeInProgress, Message: msg, Data: data}
 	case errors.Is(err, ledger.ErrInProgress), errors.Is(err, client.ErrNotSent):
 		// Not sent is as good as in progress to the host: nothing ran,
 		// and the same key may be sent again later.
