@@ -2,13 +2,17 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Queued approvals. A call the policy queues is claimed PENDING_APPROVAL
@@ -244,4 +248,50 @@ func (c *Client) standing(op *operation, r *ledger.Record) bool {
 		return false
 	}
 	return !ap.Expires.IsZero() && c.opts.Now().Before(ap.Expires)
+}
+
+// UpstreamApproval is beside ErrAwaitingApproval when the call waits for a
+// person at the server it was sent to (an agentctl proxy that queues it),
+// not in this ledger: Key is the call's key in that server's ledger, where
+// a person approves it. This ledger's record is RETRYABLE (nothing ran),
+// so the same call later sends it again.
+type UpstreamApproval struct{ Key string }
+
+func (u *UpstreamApproval) Error() string {
+	return "at the server it was sent to, under its key " + u.Key
+}
+
+// upstreamAwaits reports the upstream's key when err is a server's
+// in_progress answer (-31002) that says the call waits there for a
+// person's approval (data.state PENDING_APPROVAL, as agentctl proxy
+// answers a keyed host for a queued call); "" otherwise.
+func upstreamAwaits(err error) string {
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != wire.CodeInProgress || len(je.Data) == 0 {
+		return ""
+	}
+	var d wire.ErrorData
+	if json.Unmarshal(je.Data, &d) != nil || d.State != string(ledger.StatePendingApproval) {
+		return ""
+	}
+	if d.Key == "" {
+		return "?"
+	}
+	return d.Key
+}
+
+// awaitingUpstream is the answer to a call the upstream holds for a
+// person's approval: ErrAwaitingApproval at once (not a retry budget spent
+// polling), with this ledger's record RETRYABLE, since nothing ran, so the
+// same call later sends it again and the upstream runs it once approved.
+func (c *Client) awaitingUpstream(op *operation, rec *ledger.Record, upKey string) error {
+	e := c.fail(op, rec, fmt.Errorf("%w %w", ErrAwaitingApproval, &UpstreamApproval{Key: upKey}))
+	if ce, ok := e.(*Error); ok {
+		ce.Text = fmt.Sprintf("Not done yet: the call of %s (key %s) awaits a person's approval at the server it was sent to, "+
+			"where its key is %s. Nothing has run. Tell the user it waits for their approval there "+
+			"(agentctl ledger approve %s on that server's ledger, or its web console), and do not look for another way to make it happen. "+
+			"Later, make the same call again (same tool and arguments): once approved it runs once; if it was denied or expired, you get that answer.",
+			op.name, op.id.Key, upKey, upKey)
+	}
+	return e
 }

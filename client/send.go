@@ -66,6 +66,9 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
 	}
 	c.log.Warn("call failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "state", to, "attempts", attempts, "err", sendErr)
+	if upKey := upstreamAwaits(sendErr); upKey != "" {
+		return nil, c.awaitingUpstream(op, after, upKey)
+	}
 	return nil, c.fail(op, after, Failed(rep, sendErr))
 }
 
@@ -139,7 +142,9 @@ func (c *Client) send(ctx context.Context, op *operation, keyed bool) (res *mcp.
 		}
 		sent, again := retry.After(ctx, callErr, c.idempotent(op) || keyAware(s) || !keyed)
 		maybeSent = maybeSent || sent
-		if !again {
+		if !again || upstreamAwaits(callErr) != "" {
+			// A call that waits for a person upstream is not retried
+			// now: the wait is a person's, not a server's.
 			return retry.Stop(callErr)
 		}
 		c.replaceDead(ctx, s, callErr)

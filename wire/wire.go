@@ -29,7 +29,7 @@ const (
 	// MetaReplay marks a replayed result (value: a Replay).
 	MetaReplay = "io.github.mcpledger/replay"
 	// MetaError is on an error result the proxy gives a host: what the
-	// ledger said (value: an ErrorInfo).
+	// ledger said, {"key": the key, "state": the record's state}.
 	MetaError = "io.github.mcpledger/error"
 	// MetaReconciled marks a result recorded by a person's reconciliation.
 	MetaReconciled = "io.github.mcpledger/reconciled"

@@ -98,6 +98,10 @@ nothing runs.`
 
 // awaitingError is the exit-6 line of a call that waits for approval.
 func (a *app) awaitingError(tool, key string, err error) error {
+	if up, ok := errors.AsType[*client.UpstreamApproval](err); ok {
+		return exitf(exitAwaiting, "%s (key %s) awaits a person's approval at the server it was sent to, under its key %s; nothing ran; approve it in that server's ledger (agentctl --ledger ITS_LEDGER ledger approve %s, or its web console), then run the same command again with --key %s",
+			tool, orDash(key), up.Key, up.Key, orDash(key))
+	}
 	why := ""
 	if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != client.ErrAwaitingApproval {
 		why = " (" + ledger.OneLine(ce.Err.Error(), 200) + ")"

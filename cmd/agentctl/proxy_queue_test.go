@@ -194,3 +194,40 @@ func TestProxyQueuedCallExpires(t *testing.T) {
 		})
 	}
 }
+
+// agentctl call as the host of a queueing proxy (a runtime with a ledger
+// of its own): it exits 6 at once, with one attempt, naming the proxy's
+// key; after the approval in the proxy's ledger the same command runs the
+// payment once, and again replays it.
+func TestAgentctlCallThroughAQueueingProxy(t *testing.T) {
+	_, payments := binaries(t)
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"rules": [{"tool": "create_payment", "action": "queue"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := proxyEnv(t, "MCPLEDGER_POLICY="+policy, "USER=agent")
+	db := filepath.Join(dir, "pay.db")
+	endpoint := listeningProxy(t, env, "--", payments, "-db", db)
+	agent := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "MCPLEDGER_LEDGER=" + filepath.Join(dir, "agent.db")}
+	call := append([]string{"call", "--url", endpoint, "--yes", "--key", "ord-q"}, pay...)
+
+	start := time.Now()
+	o := agentctlAs(t, agent, "alice", call...)
+	if o.code != exitAwaiting || !strings.Contains(o.stderr, "at the server it was sent to") || !strings.Contains(o.stderr, "ord-q") {
+		t.Fatalf("call through the queueing proxy: exit %d, stderr %q; want exit %d naming the proxy's key", o.code, o.stderr, exitAwaiting)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the queued call took %v; want an answer at once", took)
+	}
+	if n := paymentsIn(t, db); n != 0 {
+		t.Fatalf("payments before the approval = %d; want 0", n)
+	}
+	agentctlAs(t, env, "bob", "ledger", "approve", "ord-q", "--reason", "checked").wantExit(t, exitOK)
+	for range 2 {
+		agentctlAs(t, agent, "alice", call...).wantExit(t, exitOK)
+	}
+	if n := paymentsIn(t, db); n != 1 {
+		t.Fatalf("payments after the approval = %d; want 1", n)
+	}
+}

@@ -209,7 +209,7 @@ func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
 		}
 		return mcp.NewClient(&mcp.Implementation{Name: "outer", Version: "v1"}, nil).Connect(ctx, ct, nil)
 	}
-	c, err := client.Dial(context.Background(), connect, outer, &client.Options{Retry: &retry.Policy{MaxAttempts: 2, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}, Session: "outer",
+	c, err := client.Dial(context.Background(), connect, outer, &client.Options{Retry: &retry.Policy{MaxAttempts: 5, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}, Session: "outer",
 		// The proxy's policy is the one that queues.
 		Policy: &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}}})
 	if err != nil {
@@ -219,10 +219,13 @@ func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
 	ctx := client.WithKey(context.Background(), "inv-14")
 	args := &mcp.CallToolParams{Name: "pay_invoice", Arguments: map[string]any{"invoice": "INV-14"}}
 	_, err = c.Call(ctx, args)
-	if err == nil {
-		t.Fatalf("outer call before the approval = nil; want an error")
+	ce, ok := errors.AsType[*client.Error](err)
+	if !errors.Is(err, client.ErrAwaitingApproval) || !ok || !strings.Contains(ce.Text, "inv-14") || !strings.Contains(ce.Text, "approval") {
+		t.Fatalf("outer call before the approval = %v; want client.ErrAwaitingApproval with a text that names the key", err)
 	}
-	t.Logf("outer call before the approval: %v", err)
+	if r, err := outer.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.Attempts != 1 {
+		t.Fatalf("outer record = %+v, %v; want one attempt (a wait for a person is not retried)", r, err)
+	}
 	if r, err := outer.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.State.Final() {
 		t.Fatalf("outer record before the approval = %+v, %v; want a state that is not final", r, err)
 	}
