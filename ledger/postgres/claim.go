@@ -117,8 +117,10 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	return out, nil
 }
 
-// claimOnce is one attempt at Claim: the insert, then (when the record
-// exists) both take-overs and a read in one pipelined round trip.
+// claimOnce is one attempt at Claim: the insert (batched with concurrent
+// claims, see batch.go), then, when the record exists, a read and, when
+// the record may be claimed again, both take-overs and a read in one
+// pipelined round trip.
 func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []byte) (ledger.Claim, error) {
 	now := s.clock()
 	state := ledger.StateProcessing
@@ -134,16 +136,20 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	// A record can vanish between the statements (a concurrent Purge): the
 	// insert is then tried again.
 	for range 3 {
-		err := s.with(ctx, func(c *pgxpool.Conn) error {
-			var won bool
-			err := c.QueryRow(ctx, claimInsert, args...).Scan(&won)
-			if err == nil {
-				out = ledger.Claim{Record: inserted(req, state, leaseUntil, now, expires), Won: true}
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
+		var won bool
+		ins := &write{id: req.ID, query: claimInsert, args: args,
+			scan: func(row pgx.Row) error { return row.Scan(&won) }}
+		ins.alone = func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error { return ins.scan(c.QueryRow(ctx, claimInsert, args...)) })
+		}
+		err := s.claims.do(ctx, ins)
+		if err == nil {
+			return ledger.Claim{Record: inserted(req, state, leaseUntil, now, expires), Won: true}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return ledger.Claim{}, err
+		}
+		err = s.with(ctx, func(c *pgxpool.Conn) error {
 			rec, _, err := scanRecord(c.QueryRow(ctx, claimSelect, req.Tenant, req.Tool, req.Key))
 			if err != nil {
 				return err

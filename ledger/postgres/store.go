@@ -98,6 +98,10 @@ type Store struct {
 	waiters *waiters
 	lis     *listener
 
+	// Claims and transitions from concurrent callers share round trips and
+	// commits (batch.go); write-behind transitions commit in their own.
+	claims, transitions, behind *batcher
+
 	closeOnce sync.Once
 }
 
@@ -162,6 +166,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		durability:     o.Durability,
 		waiters:        newWaiters(),
 	}
+	s.claims, s.transitions, s.behind = newBatcher(s, false), newBatcher(s, false), newBatcher(s, true)
 	if s.now == nil {
 		s.now = time.Now
 	}

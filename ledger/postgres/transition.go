@@ -317,23 +317,36 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 			return nil, rowMeta{}, fmt.Errorf("postgres: encode approval: %w", err)
 		}
 	}
+	sh := shapeOf(t, kind != nil, approval != nil)
+	query, args := transitionSQL(sh), transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
 	var (
 		out  *ledger.Record
 		meta rowMeta
 	)
-	err := s.with(ctx, func(c *pgxpool.Conn) error {
+	scan := func(row pgx.Row) error {
 		var err error
-		sh := shapeOf(t, kind != nil, approval != nil)
-		args := transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
-		if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
-			out, meta, err = writeBehind(ctx, c, transitionSQL(sh), args, func(row pgx.Row) (*ledger.Record, rowMeta, error) {
-				return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
-			})
-			return err
-		}
-		out, meta, err = scanTransitioned(c.QueryRow(ctx, transitionSQL(sh), args...), sh, t, kind, msg, leaseUntil, now, token)
+		out, meta, err = scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
 		return err
-	})
+	}
+	b := s.transitions
+	w := &write{id: t.ID, query: query, args: args, scan: scan}
+	if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
+		b = s.behind
+		w.alone = func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error {
+				var err error
+				out, meta, err = writeBehind(ctx, c, query, args, func(row pgx.Row) (*ledger.Record, rowMeta, error) {
+					return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
+				})
+				return err
+			})
+		}
+	} else {
+		w.alone = func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error { return scan(c.QueryRow(ctx, query, args...)) })
+		}
+	}
+	err := b.do(ctx, w)
 	return out, meta, err
 }
 
