@@ -62,6 +62,7 @@ type write struct {
 	id    ledger.ID
 	query string
 	args  []any
+	row   any // what the batcher's merge reads, if it has one
 	// scan reads the statement's result inside a batch; pgx.ErrNoRows is
 	// an outcome (nothing matched), not a failure.
 	scan func(pgx.Row) error
@@ -89,6 +90,12 @@ type batcher struct {
 
 	// flights bounds the writes and batches in flight at once.
 	flights int
+	// merge, when set, makes a batch one statement instead of a pipeline:
+	// given the batch's writes it returns a statement (its own transaction)
+	// whose rows are the IDs of the writes that took effect. It is given
+	// at most one write per ID. Each write's outcome is then nil, or
+	// pgx.ErrNoRows when its ID is not among the rows; scan is not used.
+	merge func(ws []*write) (query string, args []any)
 
 	mu       sync.Mutex // guards queue and inflight, and each queued write's taken and gone
 	queue    []*write
@@ -204,7 +211,12 @@ func (b *batcher) send(ws []*write) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	errs := make([]error, len(ws))
-	err := b.s.with(ctx, func(c *pgxpool.Conn) error { return b.pipeline(ctx, c, ws, errs) })
+	err := b.s.with(ctx, func(c *pgxpool.Conn) error {
+		if b.merge != nil {
+			return b.merged(ctx, c, ws, errs)
+		}
+		return b.pipeline(ctx, c, ws, errs)
+	})
 	var le *lostError
 	switch {
 	case err == nil:
@@ -249,6 +261,44 @@ func (b *batcher) pipeline(ctx context.Context, c *pgxpool.Conn, ws []*write, er
 		err = cerr
 	}
 	return err
+}
+
+// merged sends ws as b.merge's one statement and records each write's
+// outcome in errs. Of writes with the same ID (ws is in ID order) only the
+// first is in the statement; the others' outcome is pgx.ErrNoRows, as if
+// each had run after it.
+func (b *batcher) merged(ctx context.Context, c *pgxpool.Conn, ws []*write, errs []error) error {
+	first := make([]*write, 0, len(ws))
+	for i, w := range ws {
+		if i == 0 || w.id != ws[i-1].id {
+			first = append(first, w)
+		}
+	}
+	query, args := b.merge(first)
+	rows, err := c.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	took := make(map[ledger.ID]bool, len(first))
+	for rows.Next() {
+		var id ledger.ID
+		if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key); err != nil {
+			return err
+		}
+		took[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i, w := range ws {
+		errs[i] = pgx.ErrNoRows
+		if took[w.id] {
+			errs[i] = nil
+			delete(took, w.id)
+		}
+	}
+	return nil
 }
 
 func (b *batcher) results(br pgx.BatchResults, ws []*write, errs []error) error {

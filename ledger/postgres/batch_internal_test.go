@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
@@ -160,8 +162,10 @@ func TestBatchClaimConflictsStayApart(t *testing.T) {
 	}
 	bad := claimReq("bad", "fp")
 	bad.Session = "\xff" // not UTF-8: the server refuses the statement
+	noArgs := claimReq("new-2", "fp")
+	noArgs.Arguments = nil
 	reqs := []ledger.ClaimRequest{claimReq("new-1", "fp"), claimReq("taken", "fp"), claimReq("reused", "other"),
-		claimReq("retry", "fp"), bad, claimReq("new-2", "fp")}
+		claimReq("retry", "fp"), bad, noArgs}
 	got := make([]ledger.Claim, len(reqs))
 	errs := make([]error, len(reqs))
 	inOneBatch(t, st.claims, len(reqs), func(i int) { got[i], errs[i] = st.Claim(ctx, reqs[i]) })
@@ -189,10 +193,12 @@ func TestBatchClaimConflictsStayApart(t *testing.T) {
 	if _, err := st.Get(ctx, bad.ID); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("Get(bad) = %v; want ErrNotFound", err)
 	}
-	for _, key := range []string{"new-1", "new-2"} {
-		rec, err := st.Get(ctx, ledger.ID{Tenant: "t", Tool: "create_payment", Key: key})
-		if err != nil || rec.State != ledger.StateProcessing {
-			t.Errorf("Get(%q) = %v, %v; want a PROCESSING record", key, rec, err)
+	// A winner's record, built from what its claim sent, is the record a
+	// read returns.
+	for _, i := range []int{0, 5} {
+		rec, err := st.Get(ctx, reqs[i].ID)
+		if err != nil || !reflect.DeepEqual(rec, got[i].Record) {
+			t.Errorf("Get(%q) = %+v, %v; want the record the claim returned, %+v", reqs[i].Key, rec, err, got[i].Record)
 		}
 	}
 }
@@ -291,5 +297,31 @@ func TestBatchCancelledCaller(t *testing.T) {
 	}
 	if _, err := st.Get(context.Background(), ledger.ID{Tenant: "t", Tool: "create_payment", Key: "k-1"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("Get(k-1) after its caller gave up in the queue = %v; want ErrNotFound", err)
+	}
+}
+
+// A claim won in a batch returns the record a read returns, whatever its
+// request leaves empty.
+func TestBatchClaimRecordsReadBack(t *testing.T) {
+	st := openT(t, pgtest.Schema(t), nil)
+	ctx := context.Background()
+	reqs := []ledger.ClaimRequest{claimReq("plain", "fp"), claimReq("no-args", "fp"), claimReq("traced", "fp2"),
+		claimReq("approval", "fp3")}
+	reqs[1].Arguments = nil
+	reqs[2].TraceID, reqs[2].SpanID, reqs[2].Session = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "s-1"
+	reqs[2].Lease, reqs[2].Retention = time.Minute, time.Hour
+	reqs[3].NeedsApproval, reqs[3].ReusePolicy = true, ledger.Verify
+	got := make([]ledger.Claim, len(reqs))
+	errs := make([]error, len(reqs))
+	inOneBatch(t, st.claims, len(reqs), func(i int) { got[i], errs[i] = st.Claim(ctx, reqs[i]) })
+	for i, req := range reqs {
+		if errs[i] != nil || !got[i].Won {
+			t.Errorf("Claim(%q) = {Won: %v}, %v; want a won claim", req.Key, got[i].Won, errs[i])
+			continue
+		}
+		rec, err := st.Get(ctx, req.ID)
+		if err != nil || !reflect.DeepEqual(rec, got[i].Record) {
+			t.Errorf("Get(%q) = %+v, %v; want the record the claim returned, %+v", req.Key, rec, err, got[i].Record)
+		}
 	}
 }

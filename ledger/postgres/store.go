@@ -167,6 +167,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		waiters:        newWaiters(),
 	}
 	s.claims, s.transitions, s.behind = newBatcher(s, false), newBatcher(s, false), newBatcher(s, true)
+	s.claims.merge = mergeClaims
 	if s.now == nil {
 		s.now = time.Now
 	}
