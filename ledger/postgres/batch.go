@@ -72,6 +72,7 @@ type write struct {
 
 	done chan struct{} // closed when err is set
 	err  error
+	out  error // the outcome in a batch, kept by the sender until it is final
 	// Guarded by the batcher's mu: taken into a batch, or given up by its
 	// caller before that.
 	taken, gone bool
@@ -83,19 +84,21 @@ type batcher struct {
 	s *Store
 	// async commits with synchronous_commit off (ledger.WriteBehind).
 	async bool
-	// Tests only: queued runs after a write joined the queue, beforeSend
-	// with each batch of two or more before it is sent.
+	// Tests only: queued runs after a write joined the queue; beforeSend
+	// and afterSend run with each batch of two or more before it is sent
+	// and once it is done, with the batch's error.
 	queued     func()
 	beforeSend func(ws []*write)
+	afterSend  func(ws []*write, err error)
 
 	// flights bounds the writes and batches in flight at once.
 	flights int
-	// merge, when set, makes a batch one statement instead of a pipeline:
-	// given the batch's writes it returns a statement (its own transaction)
-	// whose rows are the IDs of the writes that took effect. It is given
-	// at most one write per ID. Each write's outcome is then nil, or
-	// pgx.ErrNoRows when its ID is not among the rows; scan is not used.
-	merge func(ws []*write) (query string, args []any)
+	// merge, when set, makes one statement of the writes of a batch that
+	// share a query (at most one per ID): it returns a statement that does
+	// what each of theirs does, its rows the ID of each write that took
+	// effect followed by what that write's own statement returns, or not
+	// ok to send them one by one.
+	merge func(ws []*write) (query string, args []any, ok bool)
 
 	mu       sync.Mutex // guards queue and inflight, and each queued write's taken and gone
 	queue    []*write
@@ -210,20 +213,22 @@ func (b *batcher) send(ws []*write) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	errs := make([]error, len(ws))
-	err := b.s.with(ctx, func(c *pgxpool.Conn) error {
-		if b.merge != nil {
-			return b.merged(ctx, c, ws, errs)
-		}
-		return b.pipeline(ctx, c, ws, errs)
-	})
+	stmts, dups := b.plan(ws)
+	err := b.s.with(ctx, func(c *pgxpool.Conn) error { return b.pipeline(ctx, c, stmts) })
+	if b.afterSend != nil {
+		b.afterSend(ws, err)
+	}
 	var le *lostError
 	switch {
 	case err == nil:
-		for i, w := range ws {
-			w.err = errs[i]
-			close(w.done)
+		for _, st := range stmts {
+			for _, w := range st.ws {
+				w.err = w.out
+				close(w.done)
+			}
 		}
+		// Each after the write of its ID that went first.
+		finish(dups, errAlone)
 	case errors.As(err, &le), errors.Is(err, ErrPoolTimeout):
 		// Whether the commit happened is unknown (or nothing was sent):
 		// each member's own retry reads its row back by its token.
@@ -242,80 +247,119 @@ func finish(ws []*write, err error) {
 	}
 }
 
-// pipeline sends ws in one transaction, in one round trip, and records each
-// statement's outcome in errs. It returns the first error that is not an
-// outcome: then nothing committed, or (a lost connection) it is unknown.
-func (b *batcher) pipeline(ctx context.Context, c *pgxpool.Conn, ws []*write, errs []error) error {
+// stmt is one statement of a batch: one write's own, or (merged) b.merge's
+// for several writes that share a query.
+type stmt struct {
+	ws     []*write
+	query  string
+	args   []any
+	merged bool
+}
+
+// plan turns a batch (in ID order) into its statements. With b.merge, the
+// writes that share a query become one statement that holds each ID once;
+// a later write of an ID already in it is one of dups, which run alone
+// once the batch committed, as if after it. Statements keep the order of
+// their first writes.
+func (b *batcher) plan(ws []*write) (stmts []stmt, dups []*write) {
+	var groups [][]*write
+	if b.merge == nil {
+		for _, w := range ws {
+			groups = append(groups, []*write{w})
+		}
+	} else {
+		at := make(map[string]int)
+		for _, w := range ws {
+			i, ok := at[w.query]
+			if !ok {
+				i = len(groups)
+				at[w.query] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], w)
+		}
+	}
+	for _, g := range groups {
+		if len(g) > 1 {
+			first := make([]*write, 0, len(g))
+			var again []*write
+			for i, w := range g {
+				if i > 0 && w.id == g[i-1].id {
+					again = append(again, w)
+					continue
+				}
+				first = append(first, w)
+			}
+			if q, args, ok := b.merge(first); ok {
+				stmts = append(stmts, stmt{ws: first, query: q, args: args, merged: true})
+				dups = append(dups, again...)
+				continue
+			}
+		}
+		for _, w := range g {
+			stmts = append(stmts, stmt{ws: []*write{w}, query: w.query, args: w.args})
+		}
+	}
+	return stmts, dups
+}
+
+// pipeline sends stmts in one round trip, in one transaction unless it is
+// a single durable statement, and records each write's outcome in its out.
+// It returns the first error that is not an outcome: then nothing
+// committed, or (a lost connection) it is unknown.
+func (b *batcher) pipeline(ctx context.Context, c *pgxpool.Conn, stmts []stmt) error {
+	tx := len(stmts) > 1 || b.async
 	pb := &pgx.Batch{}
-	pb.Queue("BEGIN")
-	if b.async {
-		pb.Queue("SET LOCAL synchronous_commit TO off")
+	if tx {
+		pb.Queue("BEGIN")
+		if b.async {
+			pb.Queue("SET LOCAL synchronous_commit TO off")
+		}
 	}
-	for _, w := range ws {
-		pb.Queue(w.query, w.args...)
+	for _, st := range stmts {
+		pb.Queue(st.query, st.args...)
 	}
-	pb.Queue("COMMIT")
+	if tx {
+		pb.Queue("COMMIT")
+	}
 	br := c.SendBatch(ctx, pb)
-	err := b.results(br, ws, errs)
+	err := b.results(br, stmts, tx)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// merged sends ws as b.merge's one statement and records each write's
-// outcome in errs. Of writes with the same ID (ws is in ID order) only the
-// first is in the statement; the others' outcome is pgx.ErrNoRows, as if
-// each had run after it.
-func (b *batcher) merged(ctx context.Context, c *pgxpool.Conn, ws []*write, errs []error) error {
-	first := make([]*write, 0, len(ws))
-	for i, w := range ws {
-		if i == 0 || w.id != ws[i-1].id {
-			first = append(first, w)
-		}
-	}
-	query, args := b.merge(first)
-	rows, err := c.Query(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	took := make(map[ledger.ID]bool, len(first))
-	for rows.Next() {
-		var id ledger.ID
-		if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key); err != nil {
-			return err
-		}
-		took[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for i, w := range ws {
-		errs[i] = pgx.ErrNoRows
-		if took[w.id] {
-			errs[i] = nil
-			delete(took, w.id)
-		}
-	}
-	return nil
-}
-
-func (b *batcher) results(br pgx.BatchResults, ws []*write, errs []error) error {
-	if _, err := br.Exec(); err != nil {
-		return err
-	}
-	if b.async {
+func (b *batcher) results(br pgx.BatchResults, stmts []stmt, tx bool) error {
+	if tx {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
-	}
-	for i, w := range ws {
-		err := w.scan(br.QueryRow())
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
+		if b.async {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
-		errs[i] = err
+	}
+	for _, st := range stmts {
+		if st.merged {
+			rows, err := br.Query()
+			if err == nil {
+				err = scanMerged(rows, st.ws)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		w := st.ws[0]
+		w.out = w.scan(br.QueryRow())
+		if w.out != nil && !errors.Is(w.out, pgx.ErrNoRows) {
+			return w.out
+		}
+	}
+	if !tx {
+		return nil
 	}
 	tag, err := br.Exec()
 	if err != nil {
@@ -326,4 +370,40 @@ func (b *batcher) results(br pgx.BatchResults, ws []*write, errs []error) error 
 		return &pgconn.PgError{Code: "25P02", Message: "the batch's transaction ended with " + tag.String()}
 	}
 	return nil
+}
+
+// scanMerged reads a merged statement's rows, each the ID of a write that
+// took effect followed by the columns that write's own statement returns,
+// and gives each row to its write's scan. A write without a row matched
+// nothing: pgx.ErrNoRows.
+func scanMerged(rows pgx.Rows, ws []*write) error {
+	defer rows.Close()
+	byID := make(map[ledger.ID]*write, len(ws))
+	for _, w := range ws {
+		w.out = pgx.ErrNoRows
+		byID[w.id] = w
+	}
+	for rows.Next() {
+		raw := rows.RawValues()
+		if len(raw) < 3 {
+			return errors.New("postgres: a batch statement returned a row without the record's identity")
+		}
+		// Text comes back as its bytes in either format.
+		w := byID[ledger.ID{Tenant: string(raw[0]), Tool: string(raw[1]), Key: string(raw[2])}]
+		if w == nil {
+			return errors.New("postgres: a batch statement returned a record it was not sent")
+		}
+		if w.out = w.scan(afterID{rows}); w.out != nil {
+			return w.out
+		}
+	}
+	return rows.Err()
+}
+
+// afterID is the current row of a merged statement without its leading
+// identity columns.
+type afterID struct{ rows pgx.Rows }
+
+func (r afterID) Scan(dest ...any) error {
+	return r.rows.Scan(append([]any{nil, nil, nil}, dest...)...)
 }

@@ -18,8 +18,9 @@ import (
 // gather holds every flight of b while start(0..n-1), each of which sends
 // one write through b, queue their writes; then it runs between (when not
 // nil) and ends the last flight, which sends what is queued. It returns
-// how many writes went out in batches (of two or more).
-func gather(t *testing.T, b *batcher, n int, start func(i int), between func()) int {
+// how many writes went out in batches (of two or more), and the errors of
+// batches that failed.
+func gather(t *testing.T, b *batcher, n int, start func(i int), between func()) (int, []error) {
 	t.Helper()
 	if n > maxBatch {
 		t.Fatalf("gather(%d): a batch holds at most %d", n, maxBatch)
@@ -41,6 +42,17 @@ func gather(t *testing.T, b *batcher, n int, start func(i int), between func()) 
 			prevSend(ws)
 		}
 	}
+	var (
+		failedMu sync.Mutex
+		failed   []error
+	)
+	b.afterSend = func(_ []*write, err error) {
+		if err != nil {
+			failedMu.Lock()
+			failed = append(failed, err)
+			failedMu.Unlock()
+		}
+	}
 	b.mu.Unlock()
 	var done sync.WaitGroup
 	for i := range n {
@@ -58,17 +70,23 @@ func gather(t *testing.T, b *batcher, n int, start func(i int), between func()) 
 	b.next()
 	done.Wait()
 	b.mu.Lock()
-	b.queued, b.beforeSend = nil, prevSend
+	b.queued, b.beforeSend, b.afterSend = nil, prevSend, nil
 	b.mu.Unlock()
-	return int(sent.Load())
+	failedMu.Lock()
+	defer failedMu.Unlock()
+	return int(sent.Load()), failed
 }
 
 // inOneBatch is gather that fails t unless all n writes went out as one
-// batch.
+// batch, and that batch committed.
 func inOneBatch(t *testing.T, b *batcher, n int, start func(i int)) {
 	t.Helper()
-	if got := gather(t, b, n, start, nil); got != n {
+	got, failed := gather(t, b, n, start, nil)
+	if got != n {
 		t.Fatalf("batches sent %d writes; want all %d in one batch", got, n)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("the batch failed: %v", failed)
 	}
 }
 
@@ -168,7 +186,12 @@ func TestBatchClaimConflictsStayApart(t *testing.T) {
 		claimReq("retry", "fp"), bad, noArgs}
 	got := make([]ledger.Claim, len(reqs))
 	errs := make([]error, len(reqs))
-	inOneBatch(t, st.claims, len(reqs), func(i int) { got[i], errs[i] = st.Claim(ctx, reqs[i]) })
+	sent, failed := gather(t, st.claims, len(reqs), func(i int) { got[i], errs[i] = st.Claim(ctx, reqs[i]) }, nil)
+	// The refused bytes fail the shared statement: every member then ran
+	// on its own.
+	if sent != len(reqs) || len(failed) != 1 {
+		t.Fatalf("batches sent %d claims, %d failed (%v); want one batch of %d that failed", sent, len(failed), failed, len(reqs))
+	}
 
 	for i, want := range []struct {
 		won   bool
@@ -271,7 +294,7 @@ func TestBatchCancelledCaller(t *testing.T) {
 	errs := make([]error, n)
 	got := make([]ledger.Claim, n)
 	returned1 := make(chan struct{})
-	sent := gather(t, st.claims, n, func(i int) {
+	sent, failed := gather(t, st.claims, n, func(i int) {
 		got[i], errs[i] = st.Claim(ctxs[i], claimReq(fmt.Sprintf("k-%d", i), "fp"))
 		if i == 1 {
 			close(returned1)
@@ -280,8 +303,8 @@ func TestBatchCancelledCaller(t *testing.T) {
 		cancels[1]()
 		<-returned1
 	})
-	if sent != n-1 {
-		t.Errorf("batches sent %d claims; want %d (all but the one given up in the queue)", sent, n-1)
+	if sent != n-1 || len(failed) > 0 {
+		t.Errorf("batches sent %d claims, failed: %v; want %d (all but the one given up in the queue) and no failure", sent, failed, n-1)
 	}
 	for i := range n {
 		switch i {
@@ -323,5 +346,65 @@ func TestBatchClaimRecordsReadBack(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(rec, got[i].Record) {
 			t.Errorf("Get(%q) = %+v, %v; want the record the claim returned, %+v", req.Key, rec, err, got[i].Record)
 		}
+	}
+}
+
+// Transitions of several shapes in one batch, two of them for the same
+// record: each returns the record a read returns, and of the two for one
+// record exactly one wins, as if they ran one after the other.
+func TestBatchTransitionShapes(t *testing.T) {
+	st := openT(t, pgtest.Schema(t), nil)
+	ctx := context.Background()
+	claim := func(key string, approval bool) ledger.Claim {
+		req := claimReq(key, "fp")
+		req.NeedsApproval = approval
+		c, err := st.Claim(ctx, req)
+		if err != nil || !c.Won {
+			t.Fatalf("Claim(%q) = {Won: %v}, %v", key, c.Won, err)
+		}
+		return c
+	}
+	done, failed, pending, lost, twice := claim("done", false), claim("failed", false), claim("pending", true),
+		claim("lost", false), claim("twice", false)
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ts := []ledger.Transition{
+		{ID: done.Record.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1,
+			Result: json.RawMessage(`{"ok":true}`), AddAttempts: 1},
+		{ID: failed.Record.ID, From: ledger.StateProcessing, To: ledger.StateFailed, Owner: "w", Fence: 1,
+			Result: json.RawMessage(`{"isError":true}`), ErrorKind: "tool_error", ErrorMessage: "card declined", AddAttempts: 1},
+		{ID: pending.Record.ID, From: ledger.StatePendingApproval, To: ledger.StateProcessing, Owner: "w", Fence: 1,
+			Approval: &ledger.Approval{Decision: "approved", By: "ana", At: at, Reason: "looks right \u00e9"}},
+		{ID: lost.Record.ID, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "w", Fence: 1,
+			ErrorKind: "lost", ErrorMessage: "the connection dropped"},
+		{ID: twice.Record.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1,
+			Result: json.RawMessage(`{"n":1}`), AddAttempts: 1},
+		{ID: twice.Record.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "w", Fence: 1,
+			Result: json.RawMessage(`{"n":2}`), AddAttempts: 1},
+	}
+	recs := make([]*ledger.Record, len(ts))
+	errs := make([]error, len(ts))
+	inOneBatch(t, st.transitions, len(ts), func(i int) { recs[i], errs[i] = st.Transition(ctx, ts[i]) })
+	for i, tr := range ts[:4] {
+		cur, err := st.Get(ctx, tr.ID)
+		if errs[i] != nil || err != nil || !reflect.DeepEqual(recs[i], cur) {
+			t.Errorf("Transition(%s %s -> %s) = %+v, %v; want the record a read returns, %+v (%v)", tr.Key, tr.From, tr.To, recs[i], errs[i], cur, err)
+		}
+	}
+	cur, err := st.Get(ctx, twice.Record.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := 0
+	for i := 4; i < 6; i++ {
+		switch {
+		case errs[i] == nil && reflect.DeepEqual(recs[i], cur) && string(cur.Result) == string(ts[i].Result):
+			wins++
+		case errors.Is(errs[i], ledger.ErrLeaseLost):
+		default:
+			t.Errorf("Transition(twice, %s) = %v; want the record or ErrLeaseLost", ts[i].Result, errs[i])
+		}
+	}
+	if wins != 1 || cur.Attempts != 1 {
+		t.Errorf("two transitions of one record: %d won, attempts %d; want exactly 1 and 1", wins, cur.Attempts)
 	}
 }

@@ -67,7 +67,7 @@ const (
 
 	// claimInserts is claimInsert for a batch of claims (batch.go): one
 	// statement, its parameters claimInsert's as arrays, one element per
-	// claim; it returns the IDs it inserted. One statement is much less
+	// claim; it returns the IDs it inserted, each with claimInsert's row. One statement is much less
 	// work for the server than one per claim: most of a single-row
 	// insert's cost is the statement's, not the row's.
 	claimInserts = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
@@ -79,7 +79,7 @@ const (
 		AS u(tenant, tool, key, session, fingerprint, arguments, state,
 			owner, lease_until, trace_id, span_id, reuse_policy, op_token, now, expires)
 	ON CONFLICT (tenant, tool, key) DO NOTHING
-	RETURNING tenant, tool, key`
+	RETURNING tenant, tool, key, true`
 )
 
 // claimRow is what claimInsert writes for one claim.
@@ -101,7 +101,7 @@ func (r *claimRow) args() []any {
 
 // mergeClaims is the claims batcher's merge: claimInserts for the claims
 // of ws.
-func mergeClaims(ws []*write) (string, []any) {
+func mergeClaims(ws []*write) (string, []any, bool) {
 	n := len(ws)
 	var (
 		tenant, tool, key, session, fp = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -116,7 +116,7 @@ func mergeClaims(ws []*write) (string, []any) {
 		arguments[i], token[i] = r.arguments, r.token
 		lease[i], now[i], expires[i] = r.leaseUntil, r.now, r.expires
 	}
-	return claimInserts, []any{tenant, tool, key, session, fp, arguments, state, owner, lease, trace, span, pol, token, now, expires}
+	return claimInserts, []any{tenant, tool, key, session, fp, arguments, state, owner, lease, trace, span, pol, token, now, expires}, true
 }
 
 // Claim creates the record of req.ID, or takes over a RETRYABLE, REJECTED
