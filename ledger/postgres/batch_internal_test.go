@@ -124,16 +124,21 @@ func TestBatchClaimsOneWinnerPerKey(t *testing.T) {
 	}
 }
 
-// Without any forcing: 64 goroutines claiming 16 keys 4 times each, over a
-// pool that batches whatever overlaps. Exactly one winner per key.
+// Without any forcing: 64 goroutines on two Stores of one schema (as two
+// processes would be) claiming 16 keys, 4 rounds, over pools that batch
+// whatever overlaps. Exactly one winner per key.
 func TestBatchClaimsConcurrent(t *testing.T) {
-	st := openT(t, pgtest.Schema(t), nil)
+	url := pgtest.Schema(t)
+	stores := []*Store{openT(t, url, nil), openT(t, url, nil)}
 	const keys, rounds = 16, 4
 	var sent atomic.Int64
-	st.claims.beforeSend = func(ws []*write) { sent.Add(int64(len(ws))) }
+	for _, st := range stores {
+		st.claims.beforeSend = func(ws []*write) { sent.Add(int64(len(ws))) }
+	}
 	var wins [rounds][keys]atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 64 {
+		st := stores[g%2]
 		wg.Go(func() {
 			for r := range rounds {
 				k := (g + r) % keys
