@@ -67,9 +67,9 @@ const (
 
 	// claimInserts is claimInsert for a batch of claims (batch.go): one
 	// statement, its parameters claimInsert's as arrays, one element per
-	// claim; it returns the IDs it inserted, each with claimInsert's row. One statement is much less
-	// work for the server than one per claim: most of a single-row
-	// insert's cost is the statement's, not the row's.
+	// claim; it returns the IDs it inserted, each followed by claimInsert's
+	// row. The server does about half the work of one statement per claim:
+	// much of a single-row insert's cost is the statement's, not the row's.
 	claimInserts = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
 		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
 	SELECT tenant, tool, key, session, fingerprint, arguments, state,

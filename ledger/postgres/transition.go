@@ -419,6 +419,9 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 	}
 	b := s.transitions
 	w := &write{id: t.ID, query: query, args: args, row: sh, scan: scan}
+	w.alone = func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error { return scan(c.QueryRow(ctx, query, args...)) })
+	}
 	if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
 		b = s.behind
 		w.alone = func() error {
@@ -429,10 +432,6 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 				})
 				return err
 			})
-		}
-	} else {
-		w.alone = func() error {
-			return s.with(ctx, func(c *pgxpool.Conn) error { return scan(c.QueryRow(ctx, query, args...)) })
 		}
 	}
 	err := b.do(ctx, w)
