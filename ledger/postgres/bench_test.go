@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,6 +124,52 @@ func BenchmarkClaimCompleteParallel(b *testing.B) {
 			claimComplete(b, st, fmt.Sprintf("k-%d", n.Add(1)))
 		}
 	})
+}
+
+// BenchmarkClaimCompleteScaling alternates short runs of the two above,
+// a lone caller (pool of one) and 64 callers (default pool) each on its own
+// Store, and reports both and the throughput ratio of 64 callers to one.
+// On a shared machine the load drifts over seconds; alternating every few
+// hundred milliseconds puts the same drift on both sides.
+func BenchmarkClaimCompleteScaling(b *testing.B) {
+	url := pgtest.Schema(b)
+	lone := open(b, url, &postgres.Options{MaxConns: 1})
+	many := open(b, url, nil)
+	const callers, serialChunk, parallelChunk = 64, 100, 640
+	var serial, parallel time.Duration
+	var serialOps, parallelOps, n atomic.Int64
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		chunk := min(serialChunk, b.N-done)
+		t0 := time.Now()
+		for range chunk {
+			claimComplete(b, lone, fmt.Sprintf("s-%d", n.Add(1)))
+		}
+		serial += time.Since(t0)
+		serialOps.Add(int64(chunk))
+
+		pchunk := min(parallelChunk, max(callers, (b.N-done)*parallelChunk/serialChunk))
+		var left atomic.Int64
+		left.Store(int64(pchunk))
+		var wg sync.WaitGroup
+		t1 := time.Now()
+		for range callers {
+			wg.Go(func() {
+				for left.Add(-1) >= 0 {
+					claimComplete(b, many, fmt.Sprintf("p-%d", n.Add(1)))
+				}
+			})
+		}
+		wg.Wait()
+		parallel += time.Since(t1)
+		parallelOps.Add(int64(pchunk))
+		done += chunk
+	}
+	s := float64(serial.Nanoseconds()) / float64(serialOps.Load())
+	p := float64(parallel.Nanoseconds()) / float64(parallelOps.Load())
+	b.ReportMetric(s, "serial-ns/op")
+	b.ReportMetric(p, "parallel-ns/op")
+	b.ReportMetric(s/p, "parallel/serial")
 }
 
 // BenchmarkClaimCompleteWriteBehind is BenchmarkClaimComplete with the

@@ -64,7 +64,60 @@ const (
 	RETURNING ` + recordCols
 
 	claimSelect = `SELECT ` + recordCols + ` FROM records WHERE tenant = $1 AND tool = $2 AND key = $3`
+
+	// claimInserts is claimInsert for a batch of claims (batch.go): one
+	// statement, its parameters claimInsert's as arrays, one element per
+	// claim; it returns the IDs it inserted, each followed by claimInsert's
+	// row. The server does about half the work of one statement per claim:
+	// much of a single-row insert's cost is the statement's, not the row's.
+	claimInserts = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
+		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
+	SELECT tenant, tool, key, session, fingerprint, arguments, state,
+		owner, lease_until, trace_id, span_id, reuse_policy, op_token, now, now, expires
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
+		$8::text[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::timestamptz[], $15::timestamptz[])
+		AS u(tenant, tool, key, session, fingerprint, arguments, state,
+			owner, lease_until, trace_id, span_id, reuse_policy, op_token, now, expires)
+	ON CONFLICT (tenant, tool, key) DO NOTHING
+	RETURNING tenant, tool, key, true`
 )
+
+// claimRow is what claimInsert writes for one claim.
+type claimRow struct {
+	tenant, tool, key, session, fingerprint string
+	arguments                               []byte
+	state, owner                            string
+	leaseUntil                              time.Time
+	traceID, spanID, policy                 string
+	token                                   []byte
+	now, expires                            time.Time
+}
+
+// args are claimInsert's parameters, which the take-overs share.
+func (r *claimRow) args() []any {
+	return []any{r.tenant, r.tool, r.key, r.session, r.fingerprint, r.arguments, r.state,
+		r.owner, r.leaseUntil, r.traceID, r.spanID, r.policy, r.token, r.now, r.expires}
+}
+
+// mergeClaims is the claims batcher's merge: claimInserts for the claims
+// of ws.
+func mergeClaims(ws []*write) (string, []any, bool) {
+	n := len(ws)
+	var (
+		tenant, tool, key, session, fp = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		state, owner, trace, span, pol = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		arguments, token               = make([][]byte, n), make([][]byte, n)
+		lease, now, expires            = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
+	)
+	for i, w := range ws {
+		r := w.row.(*claimRow)
+		tenant[i], tool[i], key[i], session[i], fp[i] = r.tenant, r.tool, r.key, r.session, r.fingerprint
+		state[i], owner[i], trace[i], span[i], pol[i] = r.state, r.owner, r.traceID, r.spanID, r.policy
+		arguments[i], token[i] = r.arguments, r.token
+		lease[i], now[i], expires[i] = r.leaseUntil, r.now, r.expires
+	}
+	return claimInserts, []any{tenant, tool, key, session, fp, arguments, state, owner, lease, trace, span, pol, token, now, expires}, true
+}
 
 // Claim creates the record of req.ID, or takes over a RETRYABLE, REJECTED
 // or expired one, and reports whether the caller won. Otherwise the caller is a
@@ -117,8 +170,10 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	return out, nil
 }
 
-// claimOnce is one attempt at Claim: the insert, then (when the record
-// exists) both take-overs and a read in one pipelined round trip.
+// claimOnce is one attempt at Claim: the insert (batched with concurrent
+// claims, see batch.go), then, when the record exists, a read and, when
+// the record may be claimed again, both take-overs and a read in one
+// pipelined round trip.
 func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []byte) (ledger.Claim, error) {
 	now := s.clock()
 	state := ledger.StateProcessing
@@ -127,23 +182,29 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	}
 	leaseUntil := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 	expires := now.Add(orDefault(req.Retention, ledger.DefaultRetention))
-	args := []any{req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint, []byte(req.Arguments), string(state),
-		req.Owner, leaseUntil, req.TraceID, req.SpanID, string(req.ReusePolicy), token, now, expires}
+	row := &claimRow{tenant: req.Tenant, tool: req.Tool, key: req.Key, session: req.Session, fingerprint: req.Fingerprint,
+		arguments: []byte(req.Arguments), state: string(state), owner: req.Owner, leaseUntil: leaseUntil,
+		traceID: req.TraceID, spanID: req.SpanID, policy: string(req.ReusePolicy), token: token, now: now, expires: expires}
+	args := row.args()
 
 	var out ledger.Claim
 	// A record can vanish between the statements (a concurrent Purge): the
 	// insert is then tried again.
 	for range 3 {
-		err := s.with(ctx, func(c *pgxpool.Conn) error {
-			var won bool
-			err := c.QueryRow(ctx, claimInsert, args...).Scan(&won)
-			if err == nil {
-				out = ledger.Claim{Record: inserted(req, state, leaseUntil, now, expires), Won: true}
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
+		var won bool
+		ins := &write{id: req.ID, query: claimInsert, args: args, row: row,
+			scan: func(row pgx.Row) error { return row.Scan(&won) }}
+		ins.alone = func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error { return ins.scan(c.QueryRow(ctx, claimInsert, args...)) })
+		}
+		err := s.claims.do(ctx, ins)
+		if err == nil {
+			return ledger.Claim{Record: inserted(req, state, leaseUntil, now, expires), Won: true}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return ledger.Claim{}, err
+		}
+		err = s.with(ctx, func(c *pgxpool.Conn) error {
 			rec, _, err := scanRecord(c.QueryRow(ctx, claimSelect, req.Tenant, req.Tool, req.Key))
 			if err != nil {
 				return err

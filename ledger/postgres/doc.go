@@ -30,6 +30,14 @@
 //     for, and only marked records are notified, after their commit:
 //     NOTIFY holds a database-wide lock through a transaction's commit,
 //     which would otherwise serialize every completion.
+//   - Claims and transitions that a Store's callers make at the same time
+//     share round trips and commits: while writes are in flight, those
+//     arriving gather and go out together in one transaction, claims as
+//     one multi-row insert, transitions of one shape as one multi-row
+//     update, so one WAL flush serves them all. Each keeps its own outcome:
+//     a conflict or a stale fence changes nothing but its own row, and a
+//     statement the server refuses sends every member back to run alone. A
+//     lone caller's write goes out at once, as one statement.
 //   - Every timestamp comes from Options.Now, never from the database clock.
 //   - ExpireLeases and Purge work in bounded batches with SKIP LOCKED.
 //   - While the server restarts, operations retry for Options.ReconnectFor.

@@ -51,12 +51,13 @@ type Options struct {
 	// consulted, so tests can move time and many hosts agree with their own
 	// clocks' skew only.
 	Now func() time.Time
-	// MaxConns is the pool size (DefaultMaxConns when zero). A ledger
-	// operation mostly waits for the server's WAL flush, not for a CPU, so
-	// the pool is sized for concurrent callers whose commits the server
-	// flushes together, not by the CPU count; connections open only as
-	// callers need them. Followers waiting in Wait hold no connection
-	// between polls; one more connection per Store listens for
+	// MaxConns is the pool size (DefaultMaxConns when zero), sized for the
+	// work, not by the CPU count: concurrent claims and transitions are
+	// gathered into batches (at most two in flight per kind, so six
+	// connections carry any number of writers), and the rest of the pool
+	// serves reads, take-overs and followers' polls. Connections open
+	// only as callers need them. Followers waiting in Wait hold no
+	// connection between polls; one more connection per Store listens for
 	// notifications.
 	MaxConns int32
 	// AcquireTimeout bounds the wait for a pooled connection; past it an
@@ -97,6 +98,10 @@ type Store struct {
 
 	waiters *waiters
 	lis     *listener
+
+	// Claims and transitions from concurrent callers share round trips and
+	// commits (batch.go); write-behind transitions commit in their own.
+	claims, transitions, behind *batcher
 
 	closeOnce sync.Once
 }
@@ -162,6 +167,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		durability:     o.Durability,
 		waiters:        newWaiters(),
 	}
+	s.claims, s.transitions, s.behind = newBatcher(s, false), newBatcher(s, false), newBatcher(s, true)
+	s.claims.merge = mergeClaims
+	s.transitions.merge, s.behind.merge = mergeTransitions, mergeTransitions
 	if s.now == nil {
 		s.now = time.Now
 	}

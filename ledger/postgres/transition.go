@@ -83,38 +83,127 @@ func transitionSQL(sh transitionShape) string {
 	if q, ok := transitionSQLs.Load(sh); ok {
 		return q.(string)
 	}
-	n := 7
-	param := func() string { n++; return "$" + strconv.Itoa(n) }
-	set := []string{"state = '" + string(sh.to) + "'", "lease_until = $4", "attempts = attempts + $5",
-		"op_token = $6", "updated_at = $7"}
+	set, where, _ := transitionParts(sh, func(i int) string { return "$" + strconv.Itoa(i) })
+	q := `UPDATE records SET ` + strings.Join(set, ", ") + `
+	WHERE ` + where + `
+	RETURNING ` + strings.Join(sh.returning(), ", ")
+	transitionSQLs.Store(sh, q)
+	return q
+}
+
+// transitionParts builds the SET list and the WHERE clause of the
+// transition of shape sh, naming parameter i (from 1) ref(i), and lists
+// the parameters' types.
+func transitionParts(sh transitionShape, ref func(int) string) (set []string, where string, types []string) {
+	types = []string{"text", "text", "text", "timestamptz", "integer", "bytea", "timestamptz"}
+	param := func(typ string) string {
+		types = append(types, typ)
+		return ref(len(types))
+	}
+	set = []string{"state = '" + string(sh.to) + "'", "lease_until = " + ref(4), "attempts = attempts + " + ref(5),
+		"op_token = " + ref(6), "updated_at = " + ref(7)}
 	if sh.to.Waiting() {
-		set = append(set, "owner = "+param())
+		set = append(set, "owner = "+param("text"))
 	}
 	if sh.bumpsFence() {
 		set = append(set, "fence = fence + 1")
 	}
 	if sh.result {
-		set = append(set, "result = "+param(), "compacted = "+param())
+		set = append(set, "result = "+param("bytea"), "compacted = "+param("boolean"))
 	}
 	if sh.errorText {
-		set = append(set, "error_kind = "+param(), "error_message = "+param())
+		set = append(set, "error_kind = "+param("text"), "error_message = "+param("text"))
 	}
 	if sh.approval {
-		set = append(set, "approval = "+param())
+		set = append(set, "approval = "+param("jsonb"))
 	}
-	ownerCheck := ""
+	where = "tenant = " + ref(1) + " AND tool = " + ref(2) + " AND key = " + ref(3) + " AND NOT tombstone\n\t\tAND state = '" + string(sh.from) + "'"
 	if sh.from.Waiting() {
-		ownerCheck = " AND owner = " + param()
+		where += " AND owner = " + param("text")
 	}
 	if sh.fenced {
-		ownerCheck += " AND fence = " + param()
+		where += " AND fence = " + param("bigint")
+	}
+	return set, where, types
+}
+
+// mergedSQLs caches mergedTransitionSQL's statements by shape.
+var mergedSQLs sync.Map // transitionShape -> string
+
+// mergedTransitionSQL is transitionSQL(sh) for many records at once (a
+// batch, see batch.go): its parameters are transitionSQL's as arrays, one
+// element per transition, and it returns each record it changed: its
+// identity, then what transitionSQL returns. Each record's
+// compare-and-set is its own: a record whose state, owner or fence
+// differs is simply not among the rows.
+func mergedTransitionSQL(sh transitionShape) string {
+	if q, ok := mergedSQLs.Load(sh); ok {
+		return q.(string)
+	}
+	set, where, types := transitionParts(sh, func(i int) string { return "u.p" + strconv.Itoa(i) })
+	arrays := make([]string, len(types))
+	names := make([]string, len(types))
+	for i, typ := range types {
+		arrays[i] = "$" + strconv.Itoa(i+1) + "::" + typ + "[]"
+		names[i] = "p" + strconv.Itoa(i+1)
 	}
 	q := `UPDATE records SET ` + strings.Join(set, ", ") + `
-	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
-		AND state = '` + string(sh.from) + `'` + ownerCheck + `
-	RETURNING ` + strings.Join(sh.returning(), ", ")
-	transitionSQLs.Store(sh, q)
+	FROM unnest(` + strings.Join(arrays, ", ") + `) AS u(` + strings.Join(names, ", ") + `)
+	WHERE ` + where + `
+	RETURNING tenant, tool, key, ` + strings.Join(sh.returning(), ", ")
+	mergedSQLs.Store(sh, q)
 	return q
+}
+
+// mergeTransitions is the transition batchers' merge: the transitions of
+// ws share a shape, so mergedTransitionSQL(shape) with their parameters
+// as arrays.
+func mergeTransitions(ws []*write) (string, []any, bool) {
+	sh, ok := ws[0].row.(transitionShape)
+	if !ok {
+		return "", nil, false
+	}
+	args := make([]any, len(ws[0].args))
+	for j := range args {
+		if args[j], ok = column(ws, j); !ok {
+			return "", nil, false
+		}
+	}
+	return mergedTransitionSQL(sh), args, true
+}
+
+// column collects parameter j of every write into one array parameter,
+// when all of them have one of the types transitionArgs uses.
+func column(ws []*write, j int) (any, bool) {
+	switch ws[0].args[j].(type) {
+	case string:
+		return collect[string](ws, j)
+	case []byte:
+		return collect[[]byte](ws, j)
+	case *time.Time:
+		return collect[*time.Time](ws, j)
+	case time.Time:
+		return collect[time.Time](ws, j)
+	case int:
+		return collect[int](ws, j)
+	case int64:
+		return collect[int64](ws, j)
+	case bool:
+		return collect[bool](ws, j)
+	}
+	return nil, false
+}
+
+func collect[T any](ws []*write, j int) (any, bool) {
+	out := make([]T, len(ws))
+	for i, w := range ws {
+		v, ok := w.args[j].(T)
+		if !ok {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
 }
 
 // transitionArgs lists the parameters of transitionSQL(sh) for t.
@@ -317,23 +406,35 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 			return nil, rowMeta{}, fmt.Errorf("postgres: encode approval: %w", err)
 		}
 	}
+	sh := shapeOf(t, kind != nil, approval != nil)
+	query, args := transitionSQL(sh), transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
 	var (
 		out  *ledger.Record
 		meta rowMeta
 	)
-	err := s.with(ctx, func(c *pgxpool.Conn) error {
+	scan := func(row pgx.Row) error {
 		var err error
-		sh := shapeOf(t, kind != nil, approval != nil)
-		args := transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
-		if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
-			out, meta, err = writeBehind(ctx, c, transitionSQL(sh), args, func(row pgx.Row) (*ledger.Record, rowMeta, error) {
-				return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
-			})
-			return err
-		}
-		out, meta, err = scanTransitioned(c.QueryRow(ctx, transitionSQL(sh), args...), sh, t, kind, msg, leaseUntil, now, token)
+		out, meta, err = scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
 		return err
-	})
+	}
+	b := s.transitions
+	w := &write{id: t.ID, query: query, args: args, row: sh, scan: scan}
+	w.alone = func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error { return scan(c.QueryRow(ctx, query, args...)) })
+	}
+	if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
+		b = s.behind
+		w.alone = func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error {
+				var err error
+				out, meta, err = writeBehind(ctx, c, query, args, func(row pgx.Row) (*ledger.Record, rowMeta, error) {
+					return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
+				})
+				return err
+			})
+		}
+	}
+	err := b.do(ctx, w)
 	return out, meta, err
 }
 
