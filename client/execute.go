@@ -86,7 +86,7 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 // call with an answer runs.
 func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record, verdict confirm.Verdict) (*ledger.Record, error) {
 	tool := confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}
-	st, err := confirm.SettleBound(ctx, c.lc, rec, verdict, c.opts.Now, c.opts.Policy.Bound(tool), func(ctx context.Context) (confirm.Answer, error) {
+	st, err := confirm.Settle(ctx, c.lc, rec, verdict, c.opts.Now, c.opts.Policy.Bound(tool), func(ctx context.Context) (confirm.Answer, error) {
 		return c.ask(ctx, op, rec)
 	})
 	if errors.Is(err, confirm.ErrInputRequired) {

@@ -50,14 +50,7 @@ func (b Binding) approval(ans Answer, rec *ledger.Record, now time.Time) *ledger
 	return ap
 }
 
-// Settle is SettleBound with no binding: the approval records no policy
-// version, so an "approve for this session" in it approves nothing later.
-func Settle(ctx context.Context, lc *ledger.Lifecycle, rec *ledger.Record, verdict Verdict, now func() time.Time,
-	ask func(ctx context.Context) (Answer, error)) (Settlement, error) {
-	return SettleBound(ctx, lc, rec, verdict, now, Binding{}, ask)
-}
-
-// SettleBound records the answer to a call whose PENDING_APPROVAL record
+// Settle records the answer to a call whose PENDING_APPROVAL record
 // rec the caller holds (it won the claim): the policy's deny when verdict
 // is Deny, else what ask answers, asked while lc renews the lease. The
 // approval recorded is bound to rec's fingerprint and to b. No answer (no
@@ -66,7 +59,7 @@ func Settle(ctx context.Context, lc *ledger.Lifecycle, rec *ledger.Record, verdi
 // ErrInputRequired (the host asks the person and calls again) is returned
 // at once, with the record left waiting under its lease. Every client
 // adapter, whatever its SDK, settles approvals through it.
-func SettleBound(ctx context.Context, lc *ledger.Lifecycle, rec *ledger.Record, verdict Verdict, now func() time.Time,
+func Settle(ctx context.Context, lc *ledger.Lifecycle, rec *ledger.Record, verdict Verdict, now func() time.Time,
 	b Binding, ask func(ctx context.Context) (Answer, error)) (Settlement, error) {
 	l := ledger.LeaseOf(rec)
 	why := "the policy denies " + rec.Tool

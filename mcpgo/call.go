@@ -227,7 +227,7 @@ func (c *Client) canResend(k *call, rec *ledger.Record) bool {
 }
 
 // approved claims req for a call the policy asks about or denies: the
-// winner settles the approval (confirm.SettleBound, as package client does)
+// winner settles the approval (confirm.Settle, as package client does)
 // and, approved, runs exec under the lease; every other caller follows the
 // record. It reports whether exec ran.
 func (c *Client) approved(ctx context.Context, k *call, req ledger.ClaimRequest, verdict confirm.Verdict, args json.RawMessage, exec ledger.Exec) (*ledger.Record, bool, error) {
@@ -244,7 +244,7 @@ func (c *Client) approved(ctx context.Context, k *call, req ledger.ClaimRequest,
 			continue
 		}
 		bind := c.opts.Policy.Bound(confirm.Tool{Name: k.name, Server: c.opts.Server, Annotations: hints(k.tool).Annotations()})
-		st, err := confirm.SettleBound(ctx, c.lc, cl.Record, verdict, c.opts.Now, bind, func(ctx context.Context) (confirm.Answer, error) {
+		st, err := confirm.Settle(ctx, c.lc, cl.Record, verdict, c.opts.Now, bind, func(ctx context.Context) (confirm.Answer, error) {
 			if c.opts.Confirmer == nil {
 				return confirm.Answer{}, confirm.ErrNoConfirmer
 			}
