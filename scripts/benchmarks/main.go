@@ -5,6 +5,11 @@
 //	go run ./scripts/benchmarks            # writes BENCHMARKS.md
 //	go run ./scripts/benchmarks -count 3 -o /tmp/b.md
 //
+// Each round also runs the module scripts/peer/dbos, which sets the client
+// beside DBOS Transact Go on the same call. A section of the output file
+// headed "## Where the time goes" is written by hand (profiles read by a
+// person) and kept, with everything after it, when the file is rewritten.
+//
 // PostgreSQL figures need MCPLEDGER_TEST_POSTGRES (see README); without it
 // that section says it was not run.
 package main
@@ -17,6 +22,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -33,6 +39,10 @@ type group struct {
 	bench     string
 	benchtime string
 	needsPG   bool
+	// dir, when set, is the module the package is in (a module of its
+	// own under scripts/, so the library's go.mod never requires what it
+	// measures against), and prefix names its figures.
+	dir, prefix string
 }
 
 // ratio compares two benchmarks of one run.
@@ -43,27 +53,57 @@ type ratio struct {
 	// metric, when set, names a ratio the benchmark num reports itself
 	// (measured interleaved with its floor in one loop).
 	metric string
+	// sub and denSub, when set, are subtracted from num and den within
+	// the round: (num − sub) / den is an overhead in units of a floor,
+	// (num − sub) / (den − denSub) one overhead against another's.
+	sub, denSub string
 }
 
+// peerDir is the module that measures the client beside DBOS Transact Go.
+const peerDir = "scripts/peer/dbos"
+
 var groups = []group{
-	{"SQLite ledger", "./ledger/sqlite/", "^Benchmark(ClaimComplete|RawFloor|ClaimCompleteParallel|Replay)$", "2s", false},
-	{"PostgreSQL ledger", "./ledger/postgres/", "^Benchmark(ClaimComplete|RawFloor|ClaimCompleteParallel|ClaimCompleteVsFloor)$", "2s", true},
-	{"Client wrapper", "./client/", "^Benchmark(CallTool(Bare|Ledger|Replay|ByHand)|StoreClaimComplete)$", "2s", false},
-	{"Client wrapper, interleaved", "./client/", "^BenchmarkWrapperOverhead$", "3000x", false},
-	{"Server middleware", "./server/", "^Benchmark(GuardedCall|UnguardedCall|GuardedReplay)$", "2s", false},
+	{"SQLite ledger", "./ledger/sqlite/", "^Benchmark(ClaimComplete|RawFloor|FsyncFloor|ClaimCompleteParallel|Replay)$", "2s", false, "", ""},
+	{"PostgreSQL ledger", "./ledger/postgres/", "^Benchmark(ClaimComplete|RawFloor|ClaimCompleteParallel|ClaimCompleteVsFloor)$", "2s", true, "", ""},
+	{"Client wrapper", "./client/", "^Benchmark(CallTool(Bare|Ledger|Replay|ReplayMany|ByHand|Durable|DurableWriteBehind)|StoreClaimComplete)$", "2s", false, "", ""},
+	// The peer's PostgreSQL contenders skip themselves when
+	// MCPLEDGER_TEST_POSTGRES is unset; the rest still run.
+	{"Beside DBOS Transact Go", ".", "^Benchmark(Bare|DBOSSQLite|DBOSPostgres|LedgerFull|LedgerWriteBehind|LedgerPostgres)$", "2s", false, peerDir, "peer"},
+	{"Client wrapper, interleaved", "./client/", "^BenchmarkWrapperOverhead$", "3000x", false, "", ""},
+	{"Server middleware", "./server/", "^Benchmark(GuardedCall|UnguardedCall|GuardedReplay)$", "2s", false, "", ""},
 }
 
 var ratios = []ratio{
-	{"SQLite claim+complete / raw INSERT+UPDATE floor (durable)", "sqlite/ClaimComplete", "sqlite/RawFloor", "<= 1.2", false, ""},
-	{"SQLite parallel (64 goroutines) / serial throughput", "sqlite/ClaimCompleteParallel", "sqlite/ClaimComplete", ">= 4", true, ""},
-	{"PostgreSQL claim+complete / raw INSERT+UPDATE floor (separate runs)", "postgres/ClaimComplete", "postgres/RawFloor", "<= 1.3", false, ""},
-	{"PostgreSQL claim+complete / raw floor, interleaved in one loop", "postgres/ClaimCompleteVsFloor/durable", "", "<= 1.3", false, "store/floor"},
-	{"PostgreSQL parallel (64 goroutines) / serial throughput", "postgres/ClaimCompleteParallel", "postgres/ClaimComplete", "", true, ""},
-	{"Client wrapper / bare go-sdk call", "client/CallToolLedger", "client/CallToolBare", "", false, ""},
-	{"Client wrapper / the same work by hand (claim, bare call, complete)", "client/CallToolLedger", "client/CallToolByHand", "", false, ""},
-	{"Client replay / bare go-sdk call", "client/CallToolReplay", "client/CallToolBare", "<= 0.1", false, ""},
-	{"Server guarded / unguarded call", "server/GuardedCall", "server/UnguardedCall", "", false, ""},
-	{"Server replay / unguarded call", "server/GuardedReplay", "server/UnguardedCall", "", false, ""},
+	{name: "SQLite claim+complete / raw INSERT+UPDATE floor (durable)", num: "sqlite/ClaimComplete", den: "sqlite/RawFloor", target: "<= 1.2"},
+	{name: "SQLite parallel (64 goroutines) / serial throughput", num: "sqlite/ClaimCompleteParallel", den: "sqlite/ClaimComplete", target: ">= 4", throughput: true},
+	{name: "PostgreSQL claim+complete / raw INSERT+UPDATE floor (separate runs)", num: "postgres/ClaimComplete", den: "postgres/RawFloor", target: "<= 1.3"},
+	{name: "PostgreSQL claim+complete / raw floor, interleaved in one loop", num: "postgres/ClaimCompleteVsFloor/durable", target: "<= 1.3", metric: "store/floor"},
+	{name: "PostgreSQL parallel (64 goroutines) / serial throughput", num: "postgres/ClaimCompleteParallel", den: "postgres/ClaimComplete", target: ">= 4", throughput: true},
+	{name: "Client wrapper / bare go-sdk call", num: "client/CallToolLedger", den: "client/CallToolBare"},
+	{name: "Client wrapper / the same work by hand (claim, bare call, complete)", num: "client/CallToolLedger", den: "client/CallToolByHand"},
+	{name: "Client replay / bare go-sdk call", num: "client/CallToolReplay", den: "client/CallToolBare", target: "<= 0.1"},
+	{name: "Server guarded / unguarded call", num: "server/GuardedCall", den: "server/UnguardedCall"},
+	{name: "Server replay / unguarded call", num: "server/GuardedReplay", den: "server/UnguardedCall"},
+	{name: "(CallToolDurableWriteBehind − CallToolBare) / FsyncFloor", num: "client/CallToolDurableWriteBehind", sub: "client/CallToolBare", den: "sqlite/FsyncFloor", target: "<= 1.5"},
+	{name: "(CallToolDurable − CallToolBare) / FsyncFloor", num: "client/CallToolDurable", sub: "client/CallToolBare", den: "sqlite/FsyncFloor", target: "<= 2.5"},
+}
+
+// peerRatios set mcpledger against DBOS Transact Go: every figure comes
+// from the peer module's one run of a round, so both sides of a ratio met
+// the same machine state.
+var peerRatios = []ratio{
+	{name: "first-call overhead over bare, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/first", sub: "peer/Bare/first", den: "peer/DBOSSQLite/first", denSub: "peer/Bare/first", target: "<= 0.5"},
+	{name: "first-call overhead over bare, SQLite write-behind / DBOS SQLite", num: "peer/LedgerWriteBehind/first", sub: "peer/Bare/first", den: "peer/DBOSSQLite/first", denSub: "peer/Bare/first", target: "<= 0.3"},
+	{name: "first-call overhead over bare, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/first", sub: "peer/Bare/first", den: "peer/DBOSPostgres/first", denSub: "peer/Bare/first"},
+	{name: "replay, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/replay", den: "peer/DBOSSQLite/replay", target: "<= 0.1"},
+	{name: "replay, 64 callers, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/replay_64way", den: "peer/DBOSSQLite/replay_64way", target: "<= 0.1"},
+	{name: "replay, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/replay", den: "peer/DBOSPostgres/replay", target: "<= 0.1"},
+	{name: "replay, 64 callers, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/replay_64way", den: "peer/DBOSPostgres/replay_64way", target: "<= 0.1"},
+	{name: "64-caller first-call throughput, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/first_64way", den: "peer/DBOSSQLite/first_64way", target: ">= 3", throughput: true},
+	{name: "64-caller first-call throughput, SQLite write-behind / DBOS SQLite", num: "peer/LedgerWriteBehind/first_64way", den: "peer/DBOSSQLite/first_64way", throughput: true},
+	{name: "64-caller first-call throughput, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/first_64way", den: "peer/DBOSPostgres/first_64way", target: ">= 3", throughput: true},
+	{name: "client on PostgreSQL, 64 callers / one caller, throughput", num: "peer/LedgerPostgres/first_64way", den: "peer/LedgerPostgres/first", throughput: true},
+	{name: "bare go-sdk call, 64 callers / one caller, throughput (what the call itself allows)", num: "peer/Bare/first_64way", den: "peer/Bare/first", throughput: true},
 }
 
 var (
@@ -74,7 +114,12 @@ var (
 func main() {
 	count := flag.Int("count", 5, "rounds: each benchmark runs once per round, and the median over rounds is reported")
 	out := flag.String("o", "BENCHMARKS.md", "output file")
+	benchtime := flag.String("benchtime", "", "overrides each group's time-based -benchtime (e.g. 200ms for a quick try; counts such as 3000x stay)")
 	flag.Parse()
+	if _, err := os.Stat(filepath.Join(peerDir, "go.mod")); err != nil {
+		fmt.Fprintf(os.Stderr, "benchmarks: %s/go.mod not found: run from the repository root (go run ./scripts/benchmarks)\n", peerDir)
+		os.Exit(2)
+	}
 
 	// Rounds: every group once per round, so that the two sides of each
 	// ratio are measured minutes apart at most, and each ratio is taken
@@ -93,7 +138,12 @@ func main() {
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "benchmarks: round %d/%d: %s (%s)\n", round, *count, g.title, g.pkg)
-			cmd := exec.Command("go", "test", "-run", "^$", "-bench", g.bench, "-benchtime", g.benchtime, "-count", "1", g.pkg)
+			bt := g.benchtime
+			if *benchtime != "" && !strings.HasSuffix(bt, "x") {
+				bt = *benchtime
+			}
+			cmd := exec.Command("go", "test", "-run", "^$", "-bench", g.bench, "-benchtime", bt, "-count", "1", g.pkg)
+			cmd.Dir = g.dir
 			cmd.Stderr = os.Stderr
 			raw, err := cmd.Output()
 			if err != nil {
@@ -103,7 +153,11 @@ func main() {
 			collect(g, raw, results, metrics)
 		}
 	}
-	md := render(results, metrics, notes, *count)
+	hand := kept(*out)
+	if hand == "" {
+		hand = kept("BENCHMARKS.md")
+	}
+	md := render(results, metrics, notes, *count) + hand
 	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "benchmarks: %v\n", err)
 		os.Exit(1)
@@ -113,7 +167,10 @@ func main() {
 
 // collect adds the figures of one `go test -bench` output.
 func collect(g group, raw []byte, results, metrics map[string][]float64) {
-	short := strings.Trim(g.pkg[strings.LastIndex(strings.TrimSuffix(g.pkg, "/"), "/")+1:], "/")
+	short := g.prefix
+	if short == "" {
+		short = strings.Trim(g.pkg[strings.LastIndex(strings.TrimSuffix(g.pkg, "/"), "/")+1:], "/")
+	}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
@@ -177,34 +234,17 @@ func median(v []float64) float64 {
 func render(results, metrics map[string][]float64, notes []string, count int) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
-	b.WriteString("Generated by `go run ./scripts/benchmarks`; do not edit by hand. Each figure is the\n")
+	b.WriteString("Generated by `go run ./scripts/benchmarks`; do not edit by hand, except the section\n" +
+		"\"Where the time goes\" at the end, which regeneration keeps. Each figure is the\n")
 	fmt.Fprintf(&b, "median of %d rounds of `go test -bench`; every ratio compares two benchmarks of the\n", count)
 	b.WriteString("same run on the same machine, so it means more than any absolute time.\n\n")
 	fmt.Fprintf(&b, "Machine: %s, %d cores (GOMAXPROCS %d), %s, %s/%s, %s.\n\n",
 		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), goVersion(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 	b.WriteString("## Ratios\n\nEach ratio is taken within one round; the median over rounds is shown, and the\n" +
-		"lowest and highest round beside it.\n\n" +
-		"| comparison | ratio | rounds | target |\n| --- | --- | --- | --- |\n")
-	for _, r := range ratios {
-		var v []float64
-		if r.metric != "" {
-			v = metrics[r.num+" "+r.metric]
-		} else {
-			n, d := results[r.num], results[r.den]
-			v = perRound(func(i int) float64 {
-				if r.throughput {
-					return d[i] / n[i]
-				}
-				return n[i] / d[i]
-			}, rounds(n, d))
-		}
-		if len(v) == 0 {
-			fmt.Fprintf(&b, "| %s | not run | | %s |\n", r.name, r.target)
-			continue
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.name, times(median(v)), spread(v, times), r.target)
-	}
+		"lowest and highest round beside it. A target is met when the median meets it.\n\n")
+	b.WriteString(ratioTable(ratios, results, metrics))
 	b.WriteString(wrapperCost(results, metrics))
+	b.WriteString(peerSection(results, metrics))
 	b.WriteString("\n## Absolute times\n\n| benchmark | median | runs |\n| --- | --- | --- |\n")
 	names := make([]string, 0, len(results))
 	for k := range results {
@@ -221,7 +261,9 @@ func render(results, metrics map[string][]float64, notes []string, count int) st
 		}
 	}
 	b.WriteString("\nDurable SQLite figures include two fsyncs per operation; the client and server\n" +
-		"figures use SQLite in NORMAL synchronous mode over go-sdk in-memory transports.\n")
+		"figures use SQLite in NORMAL synchronous mode over go-sdk in-memory transports,\n" +
+		"except CallToolDurable and CallToolDurableWriteBehind (FULL, the default) and the\n" +
+		"peer module's (each says its own).\n")
 	return b.String()
 }
 
@@ -290,4 +332,140 @@ func goVersion() string {
 		return runtime.Version()
 	}
 	return strings.TrimSpace(string(raw))
+}
+
+// values is r's figure in each round.
+func values(r ratio, results, metrics map[string][]float64) []float64 {
+	if r.metric != "" {
+		return metrics[r.num+" "+r.metric]
+	}
+	n, d := results[r.num], results[r.den]
+	series := [][]float64{n, d}
+	s, ds := results[r.sub], results[r.denSub]
+	if r.sub != "" {
+		series = append(series, s)
+	}
+	if r.denSub != "" {
+		series = append(series, ds)
+	}
+	return perRound(func(i int) float64 {
+		num, den := n[i], d[i]
+		if r.sub != "" {
+			num -= s[i]
+		}
+		if r.denSub != "" {
+			den -= ds[i]
+		}
+		if r.throughput {
+			return den / num
+		}
+		return num / den
+	}, rounds(series...))
+}
+
+// met tells whether v meets target ("<= 1.5", ">= 4"); "" when there is
+// no target.
+func met(target string, v float64) string {
+	op, num, ok := strings.Cut(strings.TrimSpace(target), " ")
+	if !ok {
+		return ""
+	}
+	t, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return ""
+	}
+	switch op {
+	case "<=":
+		return yes(v <= t)
+	case ">=":
+		return yes(v >= t)
+	}
+	return ""
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**not met**"
+}
+
+func ratioTable(rs []ratio, results, metrics map[string][]float64) string {
+	var b strings.Builder
+	b.WriteString("| comparison | ratio | rounds | target | |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range rs {
+		v := values(r, results, metrics)
+		if len(v) == 0 {
+			fmt.Fprintf(&b, "| %s | not run | | %s | |\n", r.name, r.target)
+			continue
+		}
+		m := median(v)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.name, times(m), spread(v, times), r.target, met(r.target, m))
+	}
+	return b.String()
+}
+
+// peerSection sets mcpledger beside DBOS Transact Go on the same call:
+// median time per operation of each contender, then the ratios.
+func peerSection(results, metrics map[string][]float64) string {
+	contenders := []struct{ name, bench string }{
+		{"bare go-sdk call (no protection)", "peer/Bare"},
+		{"DBOS Transact Go v1.8.0, SQLite (DBOS's settings: WAL, synchronous=NORMAL)", "peer/DBOSSQLite"},
+		{"mcpledger client, SQLite FULL (default)", "peer/LedgerFull"},
+		{"mcpledger client, SQLite FULL, write-behind", "peer/LedgerWriteBehind"},
+		{"DBOS Transact Go v1.8.0, PostgreSQL", "peer/DBOSPostgres"},
+		{"mcpledger client, PostgreSQL", "peer/LedgerPostgres"},
+	}
+	var b strings.Builder
+	b.WriteString("\n## Beside DBOS Transact Go\n\n" +
+		"The same in-memory go-sdk call (client's BenchmarkCallToolBare) made by each contender,\n" +
+		"keyed by an operation id: for DBOS, a workflow whose ID is the id with the call as its\n" +
+		"one step; for mcpledger, client.CallTool with the id as the key. A first call has a\n" +
+		"fresh id; a replay runs one of 256 finished ids again, and fails the run if the tool\n" +
+		"executes. 64 callers is b.RunParallel with 64 goroutines; its time is wall time over all\n" +
+		"operations (1 / throughput). All rows come from one `go test` run per round, in the\n" +
+		"module scripts/peer/dbos. Median per operation:\n\n" +
+		"| contender | first call | replay | 64 callers, first call | 64 callers, replay |\n| --- | --- | --- | --- | --- |\n")
+	rows := 0
+	for _, c := range contenders {
+		cells := make([]string, 0, 4)
+		seen := false
+		for _, sub := range []string{"first", "replay", "first_64way", "replay_64way"} {
+			v := results[c.bench+"/"+sub]
+			if len(v) == 0 {
+				cells = append(cells, "—")
+				continue
+			}
+			seen = true
+			cells = append(cells, human(median(v)))
+		}
+		if !seen {
+			continue
+		}
+		rows++
+		fmt.Fprintf(&b, "| %s | %s |\n", c.name, strings.Join(cells, " | "))
+	}
+	if rows == 0 {
+		return ""
+	}
+	b.WriteString("\nRatios, each within one round (overhead is time per operation minus the bare call's):\n\n")
+	b.WriteString(ratioTable(peerRatios, results, metrics))
+	return b.String()
+}
+
+// handWritten opens the part of BENCHMARKS.md written by hand, which a
+// regeneration keeps.
+const handWritten = "\n## Where the time goes\n"
+
+// kept returns the hand-written part of the file at path, or "".
+func kept(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	i := bytes.Index(raw, []byte(handWritten))
+	if i < 0 {
+		return ""
+	}
+	return string(raw[i:])
 }
