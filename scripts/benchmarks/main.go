@@ -68,7 +68,7 @@ var groups = []group{
 	{"Client wrapper", "./client/", "^Benchmark(CallTool(Bare|Ledger|Replay|ReplayMany|ByHand|Durable|DurableWriteBehind)|StoreClaimComplete)$", "2s", false, "", ""},
 	// The peer's PostgreSQL contenders skip themselves when
 	// MCPLEDGER_TEST_POSTGRES is unset; the rest still run.
-	{"Beside DBOS Transact Go", ".", "^Benchmark(Bare|DBOSSQLite|DBOSPostgres|LedgerFull|LedgerWriteBehind|LedgerPostgres)$", "2s", false, peerDir, "peer"},
+	{"Beside DBOS Transact Go", ".", "^BenchmarkInterleaved(SQLite|Postgres)$", "2s", false, peerDir, "peer"},
 	{"Client wrapper, interleaved", "./client/", "^BenchmarkWrapperOverhead$", "3000x", false, "", ""},
 	{"Server middleware", "./server/", "^Benchmark(GuardedCall|UnguardedCall|GuardedReplay)$", "2s", false, "", ""},
 }
@@ -89,22 +89,31 @@ var ratios = []ratio{
 }
 
 // peerRatios set mcpledger against DBOS Transact Go: every figure comes
-// from the peer module's one run of a round, so both sides of a ratio met
-// the same machine state.
+// from one loop that runs the contenders turn about (the peer module's
+// interleaved benchmarks), so both sides of a ratio met the same load.
 var peerRatios = []ratio{
-	{name: "first-call overhead over bare, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/first", sub: "peer/Bare/first", den: "peer/DBOSSQLite/first", denSub: "peer/Bare/first", target: "<= 0.5"},
-	{name: "first-call overhead over bare, SQLite write-behind / DBOS SQLite", num: "peer/LedgerWriteBehind/first", sub: "peer/Bare/first", den: "peer/DBOSSQLite/first", denSub: "peer/Bare/first", target: "<= 0.3"},
-	{name: "first-call overhead over bare, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/first", sub: "peer/Bare/first", den: "peer/DBOSPostgres/first", denSub: "peer/Bare/first"},
-	{name: "replay, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/replay", den: "peer/DBOSSQLite/replay", target: "<= 0.1"},
-	{name: "replay, 64 callers, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/replay_64way", den: "peer/DBOSSQLite/replay_64way", target: "<= 0.1"},
-	{name: "replay, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/replay", den: "peer/DBOSPostgres/replay", target: "<= 0.1"},
-	{name: "replay, 64 callers, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/replay_64way", den: "peer/DBOSPostgres/replay_64way", target: "<= 0.1"},
-	{name: "64-caller first-call throughput, SQLite FULL / DBOS SQLite", num: "peer/LedgerFull/first_64way", den: "peer/DBOSSQLite/first_64way", target: ">= 3", throughput: true},
-	{name: "64-caller first-call throughput, SQLite write-behind / DBOS SQLite", num: "peer/LedgerWriteBehind/first_64way", den: "peer/DBOSSQLite/first_64way", throughput: true},
-	{name: "64-caller first-call throughput, PostgreSQL / DBOS PostgreSQL", num: "peer/LedgerPostgres/first_64way", den: "peer/DBOSPostgres/first_64way", target: ">= 3", throughput: true},
-	{name: "client on PostgreSQL, 64 callers / one caller, throughput", num: "peer/LedgerPostgres/first_64way", den: "peer/LedgerPostgres/first", throughput: true},
-	{name: "bare go-sdk call, 64 callers / one caller, throughput (what the call itself allows)", num: "peer/Bare/first_64way", den: "peer/Bare/first", throughput: true},
+	{name: "(client SQLite write-behind − bare) / fsync floor", num: sq + "first writebehind-ns/op", sub: sq + "first bare-ns/op", den: sq + "first fsyncfloor-ns/op", target: "<= 1.5"},
+	{name: "(client SQLite FULL − bare) / fsync floor", num: sq + "first full-ns/op", sub: sq + "first bare-ns/op", den: sq + "first fsyncfloor-ns/op", target: "<= 2.5"},
+	{name: "first-call overhead over bare, client SQLite FULL / DBOS SQLite", num: sq + "first full-ns/op", sub: sq + "first bare-ns/op", den: sq + "first dbos-ns/op", denSub: sq + "first bare-ns/op", target: "<= 0.5"},
+	{name: "first-call overhead over bare, client SQLite write-behind / DBOS SQLite", num: sq + "first writebehind-ns/op", sub: sq + "first bare-ns/op", den: sq + "first dbos-ns/op", denSub: sq + "first bare-ns/op", target: "<= 0.3"},
+	{name: "first-call overhead over bare, client PostgreSQL / DBOS PostgreSQL", num: pg + "first postgres-ns/op", sub: pg + "first bare-ns/op", den: pg + "first dbos-ns/op", denSub: pg + "first bare-ns/op"},
+	{name: "replay, client SQLite FULL / DBOS SQLite", num: sq + "replay full-ns/op", den: sq + "replay dbos-ns/op", target: "<= 0.1"},
+	{name: "replay, 64 callers, client SQLite FULL / DBOS SQLite", num: sq + "replay_64way full-ns/op", den: sq + "replay_64way dbos-ns/op", target: "<= 0.1"},
+	{name: "replay, client PostgreSQL / DBOS PostgreSQL", num: pg + "replay postgres-ns/op", den: pg + "replay dbos-ns/op", target: "<= 0.1"},
+	{name: "replay, 64 callers, client PostgreSQL / DBOS PostgreSQL", num: pg + "replay_64way postgres-ns/op", den: pg + "replay_64way dbos-ns/op", target: "<= 0.1"},
+	{name: "64-caller first-call throughput, client SQLite FULL / DBOS SQLite", num: sq + "first_64way full-ns/op", den: sq + "first_64way dbos-ns/op", target: ">= 3", throughput: true},
+	{name: "64-caller first-call throughput, client SQLite write-behind / DBOS SQLite", num: sq + "first_64way writebehind-ns/op", den: sq + "first_64way dbos-ns/op", throughput: true},
+	{name: "64-caller first-call throughput, client PostgreSQL / DBOS PostgreSQL", num: pg + "first_64way postgres-ns/op", den: pg + "first_64way dbos-ns/op", target: ">= 3", throughput: true},
+	{name: "client PostgreSQL, 64 callers / one caller, throughput", num: pg + "first_64way postgres-ns/op", den: pg + "first postgres-ns/op", throughput: true},
+	{name: "bare go-sdk call, 64 callers / one caller, throughput (what the call itself allows here)", num: pg + "first_64way bare-ns/op", den: pg + "first bare-ns/op", throughput: true},
 }
+
+// The peer module's interleaved benchmarks, each with sub-benchmarks
+// first, first_64way, replay and replay_64way.
+const (
+	sq = "peer/InterleavedSQLite/"
+	pg = "peer/InterleavedPostgres/"
+)
 
 var (
 	line   = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op`)
@@ -339,9 +348,9 @@ func values(r ratio, results, metrics map[string][]float64) []float64 {
 	if r.metric != "" {
 		return metrics[r.num+" "+r.metric]
 	}
-	n, d := results[r.num], results[r.den]
+	n, d := figure(r.num, results, metrics), figure(r.den, results, metrics)
 	series := [][]float64{n, d}
-	s, ds := results[r.sub], results[r.denSub]
+	s, ds := figure(r.sub, results, metrics), figure(r.denSub, results, metrics)
 	if r.sub != "" {
 		series = append(series, s)
 	}
@@ -361,6 +370,15 @@ func values(r ratio, results, metrics map[string][]float64) []float64 {
 		}
 		return num / den
 	}, rounds(series...))
+}
+
+// figure is benchmark key's ns/op in each round ("pkg/Name"), or a metric
+// it reports ("pkg/Name unit").
+func figure(key string, results, metrics map[string][]float64) []float64 {
+	if v, ok := results[key]; ok {
+		return v
+	}
+	return metrics[key]
 }
 
 // met tells whether v meets target ("<= 1.5", ">= 4"); "" when there is
@@ -408,13 +426,23 @@ func ratioTable(rs []ratio, results, metrics map[string][]float64) string {
 // peerSection sets mcpledger beside DBOS Transact Go on the same call:
 // median time per operation of each contender, then the ratios.
 func peerSection(results, metrics map[string][]float64) string {
-	contenders := []struct{ name, bench string }{
-		{"bare go-sdk call (no protection)", "peer/Bare"},
-		{"DBOS Transact Go v1.8.0, SQLite (DBOS's settings: WAL, synchronous=NORMAL)", "peer/DBOSSQLite"},
-		{"mcpledger client, SQLite FULL (default)", "peer/LedgerFull"},
-		{"mcpledger client, SQLite FULL, write-behind", "peer/LedgerWriteBehind"},
-		{"DBOS Transact Go v1.8.0, PostgreSQL", "peer/DBOSPostgres"},
-		{"mcpledger client, PostgreSQL", "peer/LedgerPostgres"},
+	type row struct{ name, bench, metric string }
+	tables := []struct {
+		title string
+		rows  []row
+	}{
+		{"SQLite (BenchmarkInterleavedSQLite)", []row{
+			{"bare go-sdk call (no protection)", sq, "bare-ns/op"},
+			{"fsync floor: one durable single-row INSERT (WAL, FULL)", sq, "fsyncfloor-ns/op"},
+			{"DBOS Transact Go v1.8.0 (DBOS's settings: WAL, synchronous=NORMAL)", sq, "dbos-ns/op"},
+			{"mcpledger client, FULL (default)", sq, "full-ns/op"},
+			{"mcpledger client, FULL, write-behind", sq, "writebehind-ns/op"},
+		}},
+		{"PostgreSQL (BenchmarkInterleavedPostgres)", []row{
+			{"bare go-sdk call (no protection)", pg, "bare-ns/op"},
+			{"DBOS Transact Go v1.8.0", pg, "dbos-ns/op"},
+			{"mcpledger client", pg, "postgres-ns/op"},
+		}},
 	}
 	var b strings.Builder
 	b.WriteString("\n## Beside DBOS Transact Go\n\n" +
@@ -422,33 +450,38 @@ func peerSection(results, metrics map[string][]float64) string {
 		"keyed by an operation id: for DBOS, a workflow whose ID is the id with the call as its\n" +
 		"one step; for mcpledger, client.CallTool with the id as the key. A first call has a\n" +
 		"fresh id; a replay runs one of 256 finished ids again, and fails the run if the tool\n" +
-		"executes. 64 callers is b.RunParallel with 64 goroutines; its time is wall time over all\n" +
-		"operations (1 / throughput). All rows come from one `go test` run per round, in the\n" +
-		"module scripts/peer/dbos. Median per operation:\n\n" +
-		"| contender | first call | replay | 64 callers, first call | 64 callers, replay |\n| --- | --- | --- | --- | --- |\n")
+		"executes. The contenders run turn about in one loop (the order rotating), so each\n" +
+		"meets the same load; with 64 callers a turn is 64 goroutines making 2 calls each, and\n" +
+		"the time is the turn's wall time over its calls (1 / throughput). Module\n" +
+		"scripts/peer/dbos; median per operation over rounds:\n")
 	rows := 0
-	for _, c := range contenders {
-		cells := make([]string, 0, 4)
-		seen := false
-		for _, sub := range []string{"first", "replay", "first_64way", "replay_64way"} {
-			v := results[c.bench+"/"+sub]
-			if len(v) == 0 {
-				cells = append(cells, "—")
-				continue
+	for _, t := range tables {
+		fmt.Fprintf(&b, "\n%s:\n\n| contender | first call | replay | 64 callers, first call | 64 callers, replay |\n| --- | --- | --- | --- | --- |\n", t.title)
+		for _, r := range t.rows {
+			cells := make([]string, 0, 4)
+			seen := false
+			for _, sub := range []string{"first", "replay", "first_64way", "replay_64way"} {
+				v := metrics[r.bench+sub+" "+r.metric]
+				if len(v) == 0 {
+					cells = append(cells, "—")
+					continue
+				}
+				seen = true
+				cells = append(cells, human(median(v)))
 			}
-			seen = true
-			cells = append(cells, human(median(v)))
+			if !seen {
+				cells = []string{"not run", "", "", ""}
+			} else {
+				rows++
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
 		}
-		if !seen {
-			continue
-		}
-		rows++
-		fmt.Fprintf(&b, "| %s | %s |\n", c.name, strings.Join(cells, " | "))
 	}
 	if rows == 0 {
 		return ""
 	}
-	b.WriteString("\nRatios, each within one round (overhead is time per operation minus the bare call's):\n\n")
+	b.WriteString("\nRatios, each within one round (overhead is time per operation minus the bare call's\n" +
+		"in the same loop):\n\n")
 	b.WriteString(ratioTable(peerRatios, results, metrics))
 	return b.String()
 }

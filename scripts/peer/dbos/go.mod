@@ -6,6 +6,7 @@ replace github.com/mcpledger/mcpledger => ../../..
 
 require (
 	github.com/dbos-inc/dbos-transact-golang v1.8.0
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/mcpledger/mcpledger v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
@@ -25,7 +26,6 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-isatty v0.0.23 // indirect
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect

@@ -103,9 +103,9 @@ func (c *contender) replay(ctx context.Context, i int) error {
 	return check(res, id)
 }
 
-// run measures c: first and replayed calls, by one caller and by 64.
-// Replays must never reach the server: run fails if one does.
-func run(b *testing.B, c *contender) {
+// populate finishes the replayKeys operations the replay benchmarks run
+// again.
+func populate(b *testing.B, c *contender) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, replayKeys)
@@ -129,6 +129,13 @@ func run(b *testing.B, c *contender) {
 	for err := range errs {
 		b.Fatalf("finishing the operations to replay: %v", err)
 	}
+}
+
+// run measures c: first and replayed calls, by one caller and by 64.
+// Replays must never reach the server: run fails if one does.
+func run(b *testing.B, c *contender) {
+	ctx := context.Background()
+	populate(b, c)
 	b.Run("first", func(b *testing.B) {
 		for b.Loop() {
 			if err := c.first(ctx); err != nil {
