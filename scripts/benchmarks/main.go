@@ -151,12 +151,16 @@ func main() {
 			if *benchtime != "" && !strings.HasSuffix(bt, "x") {
 				bt = *benchtime
 			}
-			cmd := exec.Command("go", "test", "-run", "^$", "-bench", g.bench, "-benchtime", bt, "-count", "1", g.pkg)
-			cmd.Dir = g.dir
-			cmd.Stderr = os.Stderr
-			raw, err := cmd.Output()
+			raw, err := benchOnce(g, bt)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "benchmarks: %s: %v\n%s", g.pkg, err, raw)
+				// A round's figures must be whole: a group that fails (a
+				// timeout on a machine others are loading, say) runs once
+				// more in the same round before the run gives up.
+				fmt.Fprintf(os.Stderr, "benchmarks: %s: %v\n%s\nbenchmarks: round %d/%d: running %s once more\n", g.title, err, raw, round, *count, g.title)
+				raw, err = benchOnce(g, bt)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "benchmarks: %s failed twice in round %d: %v\n%s\nbenchmarks: nothing written; run the failing benchmark alone (see above) to see why\n", g.title, round, err, raw)
 				os.Exit(1)
 			}
 			collect(g, raw, results, metrics)
@@ -172,6 +176,14 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "benchmarks: wrote %s\n", *out)
+}
+
+// benchOnce runs g's benchmarks once and returns their output.
+func benchOnce(g group, benchtime string) ([]byte, error) {
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", g.bench, "-benchtime", benchtime, "-count", "1", g.pkg)
+	cmd.Dir = g.dir
+	cmd.Stderr = os.Stderr
+	return cmd.Output()
 }
 
 // collect adds the figures of one `go test -bench` output.
