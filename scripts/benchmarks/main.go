@@ -105,7 +105,7 @@ var peerRatios = []ratio{
 	{name: "64-caller first-call throughput, client SQLite write-behind / DBOS SQLite", num: sq + "first_64way writebehind-ns/op", den: sq + "first_64way dbos-ns/op", throughput: true},
 	{name: "64-caller first-call throughput, client PostgreSQL / DBOS PostgreSQL", num: pg + "first_64way postgres-ns/op", den: pg + "first_64way dbos-ns/op", target: ">= 3", throughput: true},
 	{name: "client PostgreSQL, 64 callers / one caller, throughput", num: pg + "first_64way postgres-ns/op", den: pg + "first postgres-ns/op", throughput: true},
-	{name: "bare go-sdk call, 64 callers / one caller, throughput (what the call itself allows here)", num: pg + "first_64way bare-ns/op", den: pg + "first bare-ns/op", throughput: true},
+	{name: "bare go-sdk call, 64 callers / one caller, throughput (what the call itself allows here)", num: sq + "first_64way bare-ns/op", den: sq + "first bare-ns/op", throughput: true},
 }
 
 // The peer module's interleaved benchmarks, each with sub-benchmarks
@@ -141,12 +141,15 @@ func main() {
 			notes = append(notes, g.title+": not run (MCPLEDGER_TEST_POSTGRES is unset)")
 		}
 	}
+	if os.Getenv("MCPLEDGER_TEST_POSTGRES") == "" {
+		notes = append(notes, "Beside DBOS Transact Go, PostgreSQL: not run (MCPLEDGER_TEST_POSTGRES is unset)")
+	}
 	for round := 1; round <= *count; round++ {
 		for _, g := range groups {
 			if g.needsPG && os.Getenv("MCPLEDGER_TEST_POSTGRES") == "" {
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "benchmarks: round %d/%d: %s (%s)\n", round, *count, g.title, g.pkg)
+			fmt.Fprintf(os.Stderr, "benchmarks: round %d/%d: %s (%s)\n", round, *count, g.title, filepath.Join(g.dir, g.pkg))
 			bt := g.benchtime
 			if *benchtime != "" && !strings.HasSuffix(bt, "x") {
 				bt = *benchtime
