@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -40,14 +41,16 @@ type versionInfo struct {
 
 // buildVersion reads the module version and VCS stamp from the build
 // info. `go install …@vX` stamps the tag; a build from a clone says
-// "(devel)", and then the source's own version stands, marked as such.
+// "(devel)", or, when go stamps it from git, a pseudo-version of no tag
+// (v0.0.0-TIME-REV); then the source's own version stands, marked as a
+// development build, with the revision beside it.
 func buildVersion() versionInfo {
 	v := versionInfo{Version: version + "-dev", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
 	}
-	if mv := info.Main.Version; mv != "" && mv != "(devel)" {
+	if mv := info.Main.Version; mv != "" && mv != "(devel)" && !strings.HasPrefix(mv, "v0.0.0-") {
 		v.Version = mv
 	}
 	for _, s := range info.Settings {
