@@ -1,6 +1,7 @@
 package op
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,7 +112,7 @@ func TraceParent(meta map[string]any) (trace, span string) {
 // change it there too, or the server sees two keys, whether or not the
 // tool's schema, which it may not have at hand, declares the argument.
 func CarriesKeyArg(args json.RawMessage) bool {
-	if !strings.Contains(string(args), `"`+wire.ArgKey+`"`) && !strings.Contains(string(args), `\`) {
+	if !bytes.Contains(args, []byte(`"`+wire.ArgKey+`"`)) && bytes.IndexByte(args, '\\') < 0 {
 		return false
 	}
 	var m map[string]json.RawMessage

@@ -104,6 +104,13 @@ func (e *e2e) runEnv(stdin *string, env []string, args ...string) outcome {
 	if stdin != nil {
 		cmd.Stdin = strings.NewReader(*stdin)
 	}
+	return runOutcome(e.t, cmd)
+}
+
+// runOutcome runs cmd (agentctl) and returns its exit code and output; a
+// run that could not start or was killed fails the test.
+func runOutcome(t *testing.T, cmd *exec.Cmd) outcome {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -111,7 +118,7 @@ func (e *e2e) runEnv(stdin *string, env []string, args ...string) outcome {
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		e.t.Fatalf("agentctl %q: %v", args, err)
+		t.Fatalf("agentctl %q: %v", cmd.Args[1:], err)
 	}
 	return outcome{code: code, stdout: out.String(), stderr: errb.String()}
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,17 +40,7 @@ func queueProxy(t *testing.T, over, expiry string) (cs *mcp.ClientSession, env [
 // agentctlAs runs agentctl with the proxy's environment as user.
 func agentctlAs(t *testing.T, env []string, user string, args ...string) outcome {
 	t.Helper()
-	cmd := proxyCommand(t, append(append([]string{}, env...), "USER="+user), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("agentctl %q: %v", args, err)
-	}
-	return outcome{code: code, stdout: out.String(), stderr: errb.String()}
+	return runOutcome(t, proxyCommand(t, append(append([]string{}, env...), "USER="+user), args...))
 }
 
 // hostCall is a host's tools/call that must get a result.
