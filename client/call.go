@@ -183,14 +183,21 @@ func (c *Client) readOnly(op *operation) bool {
 	if c.opts.Tools.For(op.name).ReadOnly {
 		return true
 	}
-	return c.opts.TrustedServer && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.ReadOnlyHint
+	return c.trusted() && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.ReadOnlyHint
 }
 
 func (c *Client) idempotent(op *operation) bool {
 	if c.opts.Tools.For(op.name).Idempotent {
 		return true
 	}
-	return c.opts.TrustedServer && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.IdempotentHint
+	return c.trusted() && op.tool != nil && op.tool.Annotations != nil && op.tool.Annotations.IdempotentHint
+}
+
+// trusted reports whether the server's annotations count: TrustedServer,
+// or the policy's trusted servers name it (the same list that lets its
+// annotations allow a call without asking).
+func (c *Client) trusted() bool {
+	return c.opts.TrustedServer || c.opts.Policy.Trusts(c.serverName(c.Session()))
 }
 
 func annotations(op *operation) *mcp.ToolAnnotations {

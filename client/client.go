@@ -66,7 +66,9 @@ type Options struct {
 	// server's implementation name).
 	Server string
 	// TrustedServer makes the server's tool annotations count (readOnlyHint
-	// bypasses the ledger, idempotentHint allows ambiguous retries).
+	// bypasses the ledger, so a repeated read reads again; idempotentHint
+	// allows ambiguous retries). A server the policy's trusted list names
+	// is trusted too.
 	TrustedServer bool
 	// Retention of records (default 24h); Tools overrides it per tool.
 	Retention time.Duration

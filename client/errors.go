@@ -20,8 +20,9 @@ var (
 	// take), or no one confirmed the call. The record is REJECTED and the
 	// same key may be used again, with corrected arguments or an answer.
 	ErrRejected = errors.New("client: call rejected before it ran")
-	// ErrNotSent: the request provably never reached the tool and retries
-	// ran out; the record is RETRYABLE and the same call may be repeated.
+	// ErrNotSent: the request provably never reached the tool: retries ran
+	// out (the record is RETRYABLE), or the ledger could not record the
+	// claim (there may be no record). The same call may be repeated.
 	ErrNotSent = errors.New("client: request not sent")
 	// ErrArgumentsTooLarge: the arguments exceed Options.MaxArguments.
 	ErrArgumentsTooLarge = errors.New("client: arguments too large")
@@ -51,7 +52,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Failed is the error of a call that failed with err and was recorded
 // with rep (retry.Failure of err): ErrOutcomeUnknown when it left the
-// record UNKNOWN, ErrNotSent when RETRYABLE, else ErrRejected, with
+// record UNKNOWN, ErrNotSent when RETRYABLE, ErrDenied when DENIED (an
+// upstream ledger said no), else ErrRejected, with
 // ledger.ErrKeyReused when the server said the key was reused. Every
 // client adapter answers with it, whatever its SDK.
 func Failed(rep ledger.Report, err error) error {
@@ -60,9 +62,41 @@ func Failed(rep ledger.Report, err error) error {
 		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	case ledger.StateRetryable:
 		return fmt.Errorf("%w: %w", ErrNotSent, err)
+	case ledger.StateDenied:
+		return fmt.Errorf("%w: %w", ErrDenied, err)
 	}
 	if retry.Reason(err) == wire.ReasonKeyReused {
 		return fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, err)
 	}
 	return fmt.Errorf("%w: %w", ErrRejected, err)
+}
+
+// StateOf is the state a call that failed with err stands in, as far as
+// anyone asked about it can tell: UNKNOWN (it may have run), RETRYABLE
+// (nothing was sent), DENIED, REJECTED, PENDING_APPROVAL, or PROCESSING
+// (another caller still runs it). ok is false for an error that names no
+// state (a bad request refused before the ledger was asked, or a key
+// reused with other arguments). Every adapter answers a failed call by the
+// row of this state (ledger.RowOf).
+func StateOf(err error) (s ledger.State, ok bool) {
+	switch {
+	case err == nil, errors.Is(err, ledger.ErrKeyReused):
+		return "", false
+	case errors.Is(err, ErrOutcomeUnknown):
+		return ledger.StateUnknown, true
+	case errors.Is(err, ErrAwaitingApproval):
+		return ledger.StatePendingApproval, true
+	case errors.Is(err, ErrDenied):
+		return ledger.StateDenied, true
+	case errors.Is(err, ErrRejected):
+		return ledger.StateRejected, true
+	case errors.Is(err, ErrNotSent):
+		return ledger.StateRetryable, true
+	case errors.Is(err, ledger.ErrInProgress):
+		return ledger.StateProcessing, true
+	}
+	if e, ok := errors.AsType[*Error](err); ok && e.State.Valid() {
+		return e.State, true
+	}
+	return "", false
 }

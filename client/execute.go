@@ -54,7 +54,7 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 			return nil, c.fail(op, cl.Record, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("client: claim %s: %w", op.name, err)
+			return nil, claimFailed(op, err)
 		}
 		rec = cl.Record
 		if !cl.Won {
@@ -181,4 +181,11 @@ func (c *Client) settleID(ctx context.Context, op *operation) (*Outcome, error) 
 		return c.execute(ctx, op)
 	}
 	return o, err
+}
+
+// claimFailed is the error of a call whose claim the ledger could not
+// make: nothing was sent.
+func claimFailed(op *operation, err error) error {
+	return &Error{Tool: op.name, Key: op.id.Key, Err: fmt.Errorf("%w: the ledger could not record the call, so it was not sent: %w", ErrNotSent, err),
+		Text: fmt.Sprintf("The call to %s (key %s) was not sent: the ledger could not record it. Nothing ran; the same call may be made again once the ledger works.", op.name, op.id.Key)}
 }

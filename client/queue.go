@@ -106,7 +106,7 @@ func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimReq
 			return nil, c.fail(op, cl.Record, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("client: queue %s: %w", op.name, err)
+			return nil, claimFailed(op, err)
 		}
 		rec = cl.Record
 		if cl.Won {

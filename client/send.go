@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,9 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 	})
 	telemetry.CallFrom(ctx).SetAttempts(attempts)
 	if encErr != nil {
-		return nil, encErr
+		// The server answered, but this ledger cannot keep the answer: the
+		// record says UNKNOWN, and so does the caller.
+		return nil, c.fail(op, unknownNow(rec, "unstorable"), fmt.Errorf("%w: %w", ErrOutcomeUnknown, encErr))
 	}
 	if errors.Is(err, ledger.ErrStale) && sendErr == nil {
 		// A newer owner took the key over while this call ran: its answer
@@ -50,16 +53,29 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		c.log.Warn("result not recorded: the key was taken over", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
 		return &Outcome{Result: res, Key: op.id.Key, Record: rec, Attempts: attempts, Decision: op.decision}, nil
 	}
-	if err != nil && sendErr == nil {
-		return nil, fmt.Errorf("client: record result of %s (key %s): %w", op.name, op.id.Key, err)
+	if err != nil && (sendErr == nil || maybeSent) {
+		// The request may have reached the tool and this ledger could not
+		// record what came back: only the tool's own answer, recorded, is
+		// final, so the outcome is unknown. The record keeps its lease,
+		// which no one renews now, and becomes UNKNOWN when it ends.
+		c.log.Error("record call outcome", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "on", rep.On, "err", err)
+		telemetry.CallFrom(ctx).EnteredUnknown(ctx, "ledger_write_failed")
+		return nil, c.fail(op, unknownNow(rec, "ledger_write_failed"), fmt.Errorf(
+			"%w: the request was sent and the ledger could not record what came back (%w); check at the server, then reconcile the key (agentctl ledger reconcile %s --as succeeded|failed)",
+			ErrOutcomeUnknown, err, op.id.Key))
 	}
 	if err != nil {
 		c.log.Error("record call failure", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "err", err)
 		after = rec
 	}
-	if sendErr == nil {
+	if sendErr == nil && (rep.On == ledger.OnSucceeded || rep.On == ledger.OnFailed) {
 		c.finals.putResult(after, res)
 		return &Outcome{Result: res, Key: op.id.Key, Record: after, Attempts: attempts, Decision: op.decision}, nil
+	}
+	if sendErr == nil {
+		// The upstream is a ledger (a proxy) that answered with its
+		// record's state instead of the tool's result.
+		sendErr = upstreamSaid(res)
 	}
 	to, _ := ledger.Next(ledger.StateProcessing, rep.On)
 	if to == ledger.StateUnknown {
@@ -70,6 +86,14 @@ func (c *Client) run(ctx context.Context, op *operation, rec *ledger.Record) (*O
 		return nil, c.awaitingUpstream(op, after, upKey)
 	}
 	return nil, c.fail(op, after, Failed(rep, sendErr))
+}
+
+// unknownNow is rec as the caller must see it once its outcome is lost:
+// UNKNOWN (the ledger will say so when the lease ends).
+func unknownNow(rec *ledger.Record, kind string) *ledger.Record {
+	cp := *rec
+	cp.State, cp.ErrorKind = ledger.StateUnknown, kind
+	return &cp
 }
 
 // report says what one run of op means for the ledger: the server's
@@ -87,6 +111,15 @@ func (c *Client) report(op *operation, res *mcp.CallToolResult, attempts int, se
 		on := ledger.OnSucceeded
 		if res.IsError {
 			on = ledger.OnFailed
+			if st, ok := upstreamState(res); ok {
+				// An upstream ledger (agentctl proxy) answered with its
+				// record's state: that state, not "the tool said no", is
+				// what this record becomes.
+				if up, _ := ledger.Upstream(st); up != ledger.OnFailed && up != ledger.OnSucceeded {
+					return ledger.Report{On: up, Result: raw, Compacted: compacted, Attempts: attempts,
+						ErrorKind: "upstream_" + strings.ToLower(string(st)), ErrorMessage: ledger.OneLine(resultText(res), 500)}, nil
+				}
+			}
 		}
 		return ledger.Report{On: on, Result: raw, Compacted: compacted, Attempts: attempts}, nil
 	}

@@ -25,4 +25,9 @@ var (
 	// ErrLeaseLost: the caller no longer owns the PROCESSING lease (another
 	// owner took it, or expiry turned the record UNKNOWN).
 	ErrLeaseLost = errors.New("ledger: lease lost")
+	// ErrNotRun is what a tool handler returns (wrapped) when it knows that
+	// nothing happened: its transaction rolled back, its database was busy,
+	// it was cancelled before it acted. The server middleware of every SDK
+	// records it RETRYABLE and tells the client to send the same key again.
+	ErrNotRun = errors.New("ledger: nothing happened")
 )

@@ -81,6 +81,12 @@ const (
 	// OutcomeNotSent: the request provably never reached the tool
 	// (RETRYABLE); it may be repeated.
 	OutcomeNotSent Outcome = "not_sent"
+	// OutcomeRejected: nothing ran and nothing will (REJECTED): the
+	// arguments were refused before the tool ran, or no one confirmed.
+	OutcomeRejected Outcome = "rejected"
+	// OutcomeAwaiting: the call waits for a person's approval
+	// (PENDING_APPROVAL); nothing ran yet.
+	OutcomeAwaiting Outcome = "awaiting_approval"
 	// OutcomeInvalid: the request broke a rule (key, arguments, tenant)
 	// and nothing was stored.
 	OutcomeInvalid Outcome = "invalid"

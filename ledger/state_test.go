@@ -19,6 +19,7 @@ var legal = map[[2]ledger.State]bool{
 	{ledger.StateProcessing, ledger.StateFailed}:          true, // tool error
 	{ledger.StateProcessing, ledger.StateRetryable}:       true, // not sent
 	{ledger.StateProcessing, ledger.StateRejected}:        true, // refused before the tool ran
+	{ledger.StateProcessing, ledger.StateDenied}:          true, // an upstream ledger said no
 	{ledger.StateProcessing, ledger.StateUnknown}:         true, // ambiguous, lease expired, owner dead
 	{ledger.StateUnknown, ledger.StateSucceeded}:          true, // reconcile, or the fenced late result
 	{ledger.StateUnknown, ledger.StateFailed}:             true, // reconcile, or the fenced late result

@@ -82,6 +82,7 @@ var table = map[edge]State{
 	{StatePendingApproval, OnApprove}:      StateProcessing,
 	{StatePendingApproval, OnApproveLater}: StatePendingApproval,
 	{StatePendingApproval, OnDeny}:         StateDenied,
+	{StateProcessing, OnDeny}:              StateDenied, // an upstream ledger (a proxy) denied it: nothing ran
 	{StatePendingApproval, OnNoAnswer}:     StateRejected,
 	{StatePendingApproval, OnLeaseExpired}: StateRejected,
 	{StatePendingApproval, OnOwnerDead}:    StateRejected,
@@ -152,19 +153,10 @@ const (
 
 // Act says what a caller does with r, by its state.
 func Act(r *Record) Action {
-	switch {
-	case r.Tombstone:
+	if r.Tombstone {
 		return ActReconcile
-	case r.State.Waiting():
-		return ActWait
-	case r.State == StateSucceeded, r.State == StateFailed:
-		return ActReplay
-	case r.State == StateDenied:
-		return ActDenied
-	case r.State.Reclaimable():
-		return ActReclaim
 	}
-	return ActReconcile
+	return RowOf(r.State).Act
 }
 
 // Explain describes r for a model, by its state: what the earlier call

@@ -31,6 +31,7 @@ var diagram = map[ledger.State]map[ledger.Trigger]ledger.State{
 		ledger.OnFailed:       ledger.StateFailed,
 		ledger.OnNotSent:      ledger.StateRetryable,
 		ledger.OnRefused:      ledger.StateRejected, // -32602, -31004
+		ledger.OnDeny:         ledger.StateDenied,   // an upstream ledger (a proxy) said no
 		ledger.OnAmbiguous:    ledger.StateUnknown,
 		ledger.OnLeaseExpired: ledger.StateUnknown,
 		ledger.OnOwnerDead:    ledger.StateUnknown,
@@ -83,8 +84,8 @@ func TestNextEveryPair(t *testing.T) {
 			})
 		}
 	}
-	if edges != 22 {
-		t.Errorf("%d edges checked; want the diagram's 22", edges)
+	if edges != 23 {
+		t.Errorf("%d edges checked; want the diagram's 23", edges)
 	}
 	for _, on := range []ledger.Trigger{"", "explode"} {
 		if _, err := ledger.Next(ledger.StateProcessing, on); !errors.Is(err, ledger.ErrIllegalTransition) {

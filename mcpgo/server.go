@@ -266,6 +266,12 @@ func (g *Guard) execute(ctx context.Context, next server.ToolHandlerFunc, req mc
 			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
 		rep.ErrorKind, rep.ErrorMessage = "panic", fmt.Sprint(panicked.value)
 		return rep, nil, op.Unknown(c.id.Tool, c.id.Key, "the handler panicked")
+	case errors.Is(err, ledger.ErrNotRun):
+		// The handler knows nothing happened: the next attempt with the
+		// key runs it.
+		rep.On, rep.ErrorKind, rep.ErrorMessage = ledger.OnNotSent, "not_run", ledger.OneLine(err.Error(), 500)
+		return rep, nil, op.Refuse(wire.CodeInProgress, wire.ReasonNotRun, c.id.Key, string(ledger.StateRetryable),
+			fmt.Sprintf("tool %q: nothing happened (%s); send the same request again with the same key", c.id.Tool, ledger.OneLine(err.Error(), 300)), g.opts.RetryAfter)
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		rep.ErrorKind, rep.ErrorMessage = "canceled", ledger.OneLine(err.Error(), 500)
 		return rep, nil, op.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler stopped with its context (%v)", err))

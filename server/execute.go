@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
@@ -23,7 +25,32 @@ const (
 	KindInputRequired = "input_required" // RETRYABLE: the handler asked for input before acting
 	KindUnstorable    = "unstorable"     // UNKNOWN: the result could not be encoded
 	KindReconciled    = "reconciled"     // set by Reconcile
+	KindNotRun        = "not_run"        // RETRYABLE: the handler said nothing happened (ErrNotRun)
 )
+
+// ErrNotRun is what a handler returns (wrapped, with %w) when it knows
+// that nothing happened: its transaction rolled back, its database was
+// busy, it was cancelled before it acted. The record becomes RETRYABLE and
+// the client is told to send the same key again (-31002, reason not_run),
+// so the next attempt runs the call. Any other Go error of a handler is
+// UNKNOWN: the handler may have acted before it failed.
+//
+//	if err := tx.Commit(); err != nil {
+//		return nil, Out{}, fmt.Errorf("payments: commit: %w: %w", server.ErrNotRun, err)
+//	}
+var ErrNotRun = ledger.ErrNotRun
+
+// ToolError is the answer of a handler whose tool ran and said no (out of
+// stock, over the limit): an isError result with err's text, recorded
+// FAILED and replayed to every repeat. Return it as the result, with a nil
+// error; a Go error returned instead means the outcome is unknown.
+//
+//	if stock == 0 {
+//		return server.ToolError(fmt.Errorf("out of stock: %s", in.Item)), Out{}, nil
+//	}
+func ToolError(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+}
 
 // execute runs the handler as the winner of the claim (the lifecycle keeps
 // the lease alive meanwhile) and says what happened: the report to store,
@@ -71,9 +98,26 @@ func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked,
 		return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
 			fmt.Sprintf("tool %q: the handler panicked; the outcome is unknown and the call will not run again until it is reconciled", c.id.Tool), 0)
 	}
+	if res, ok := res.(*mcp.CallToolResult); ok && res != nil && res.IsError && err == nil {
+		// A typed handler's Go error arrives as an isError result that
+		// keeps the error (go-sdk's SetError); a result the handler built
+		// itself keeps none. The error, not the result, says what happened.
+		err = res.GetError()
+	}
 	if err != nil {
 		var je *jsonrpc.Error
 		switch {
+		case argumentsRefused(err):
+			// go-sdk's typed handler refused the arguments before calling
+			// the handler: nothing ran.
+			return ledger.Report{On: ledger.OnRefused, ErrorKind: ledger.KindRefused, ErrorMessage: ledger.OneLine(err.Error(), 500)}, nil,
+				invalidParams(fmt.Sprintf("tool %q: invalid arguments: %s", c.id.Tool, ledger.OneLine(err.Error(), 300)))
+		case errors.Is(err, ErrNotRun):
+			// The handler knows nothing happened: the next attempt with
+			// the key runs it.
+			o := ledger.Report{On: ledger.OnNotSent, ErrorKind: KindNotRun, ErrorMessage: ledger.OneLine(err.Error(), 500)}
+			return o, nil, wireError(wire.CodeInProgress, wire.ReasonNotRun, c.id.Key, string(ledger.StateRetryable),
+				fmt.Sprintf("tool %q: nothing happened (%s); send the same request again with the same key", c.id.Tool, ledger.OneLine(err.Error(), 300)), g.opts.RetryAfter)
 		case ctx.Err() != nil || isContextErr(err):
 			o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindCanceled, ErrorMessage: err.Error()}
 			return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
@@ -97,9 +141,9 @@ func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked,
 		cr = &mcp.CallToolResult{Content: []mcp.Content{}}
 		res = cr
 	}
-	if cr.IsError && (ctx.Err() != nil || isContextErr(cr.GetError())) {
-		// A typed handler's Go error arrives as an isError result; when it
-		// is the context's error the handler was cut off, not refused.
+	if cr.IsError && ctx.Err() != nil {
+		// The handler was cut off by its context and answered isError: it
+		// may have acted before it was.
 		o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindCanceled, ErrorMessage: firstText(cr, 500)}
 		return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
 			fmt.Sprintf("tool %q: the handler stopped with its context (%s); the outcome is unknown", c.id.Tool, o.ErrorMessage), 0)
@@ -138,4 +182,14 @@ func firstText(r *mcp.CallToolResult, n int) string {
 
 func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// argumentsRefused reports whether err is go-sdk's typed handler refusing
+// the arguments before it called the handler: a schema check ("validating
+// \"arguments\": …", mcp/server.go) or their decoding into the handler's
+// input type.
+func argumentsRefused(err error) bool {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	return errors.As(err, &typeErr) || errors.As(err, &syntaxErr) || strings.HasPrefix(err.Error(), `validating "arguments": `)
 }

@@ -248,7 +248,7 @@ func TestToolPolicyModes(t *testing.T) {
 func TestToolErrorIsStoredAndReplayed(t *testing.T) {
 	r := newRig(t, nil, nil)
 	r.handle = func(ctx context.Context, _ *mcp.CallToolRequest, in orderIn) (*mcp.CallToolResult, orderOut, error) {
-		return nil, orderOut{}, fmt.Errorf("out of stock: %s", in.Item)
+		return server.ToolError(fmt.Errorf("out of stock: %s", in.Item)), orderOut{}, nil
 	}
 	cs := r.connect()
 	ctx := context.Background()

@@ -16,7 +16,7 @@ const maxCachedTools = 1024
 var outcomes = []ledger.Outcome{
 	ledger.OutcomeSucceeded, ledger.OutcomeFailed, ledger.OutcomeReplayed, ledger.OutcomeKeyConflict,
 	ledger.OutcomeInProgress, ledger.OutcomeUnknown, ledger.OutcomeDenied, ledger.OutcomeNotSent,
-	ledger.OutcomeInvalid, ledger.OutcomeError,
+	ledger.OutcomeInvalid, ledger.OutcomeError, ledger.OutcomeRejected, ledger.OutcomeAwaiting,
 }
 
 // toolAttrs are the attribute sets of one tool on one side (and one

@@ -92,7 +92,7 @@ func newRig(t *testing.T, ro *rigOptions) *rig {
 		n := r.runs.Add(1)
 		if h := r.handler.Load(); h != nil {
 			if err := (*h)(ctx, req); err != nil {
-				return nil, payOut{}, err
+				return server.ToolError(err), payOut{}, nil
 			}
 		}
 		return nil, payOut{PaymentID: fmt.Sprintf("pay_%d", n)}, nil

@@ -55,29 +55,37 @@ const (
 )
 
 // Server error codes. They sit outside the JSON-RPC reserved range
-// (-32768..-32000) and carry data.reason (an ErrorData).
+// (-32768..-32000) and carry data.reason (an ErrorData). Their home is
+// package ledger, whose rows (ledger.RowOf) say which state answers with
+// which.
 const (
 	// CodeKeyReused: the key is bound to other arguments. Permanent.
-	CodeKeyReused = -31001
-	// CodeInProgress: another request with this key is running, or the
-	// request's fence is stale. Transient; data.retryAfterMs says when to
-	// ask again.
-	CodeInProgress = -31002
+	CodeKeyReused = ledger.CodeKeyReused
+	// CodeInProgress: another request with this key is running, the call
+	// waits for a person, or nothing ran and the same key may be sent
+	// again (data.reason not_run); or the request's fence is stale.
+	// Transient; data.retryAfterMs says when to ask again.
+	CodeInProgress = ledger.CodeInProgress
 	// CodeOutcomeUnknown: the server cannot tell whether the call ran.
 	// Never retried; needs reconciliation.
-	CodeOutcomeUnknown = -31003
+	CodeOutcomeUnknown = ledger.CodeOutcomeUnknown
 	// CodeKeyRequired: the key is missing or breaks the key rules. Permanent.
-	CodeKeyRequired = -31004
+	CodeKeyRequired = ledger.CodeKeyRequired
 )
 
 // Values of data.reason.
 const (
 	ReasonKeyReused      = "key_reused"
-	ReasonInProgress     = "in_progress"
+	ReasonInProgress     = ledger.ReasonInProgress
 	ReasonStaleFence     = "stale_fence"
-	ReasonOutcomeUnknown = "outcome_unknown"
+	ReasonOutcomeUnknown = ledger.ReasonOutcomeUnknown
 	ReasonKeyRequired    = "key_required"
 	ReasonKeyInvalid     = "key_invalid"
+	// ReasonNotRun (with CodeInProgress): nothing ran, the server's
+	// handler said so (its transaction rolled back, its database was
+	// busy) or the proxy's ledger could not claim the call; send the
+	// same key again.
+	ReasonNotRun = ledger.ReasonNotRun
 )
 
 // ErrorData is the data member of the server errors above.

@@ -333,7 +333,12 @@ func (a *app) toolError(tool string, out *client.Outcome) *exitError {
 	switch reason {
 	case "":
 		e.reason = reasonToolError
-		e.err = fmt.Errorf("%s returned a tool error (key %s); it ran and will not be retried with this key", tool, key)
+		if key == "" {
+			// A read the ledger does not keep: the next call reads again.
+			e.err = fmt.Errorf("%s returned a tool error: %s", tool, text)
+			break
+		}
+		e.err = fmt.Errorf("%s returned a tool error (key %s): %s; it ran and will not be retried with this key", tool, key, text)
 	case reasonDenied:
 		e.err = fmt.Errorf("%s was denied at the proxy (key %s): %s", tool, key, text)
 	case reasonAwaitingApproval:
@@ -397,7 +402,15 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
 			break
 		}
-		e.err = fmt.Errorf("the outcome of %s%s is unknown: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
+		why := ""
+		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != nil && !errors.Is(ce.Err, client.ErrOutcomeUnknown) || !ok {
+			why = " (" + ledger.OneLine(errors.Unwrap(err).Error(), 200) + ")"
+		} else if ok {
+			if cause := errors.Unwrap(ce.Err); cause != nil {
+				why = " (" + ledger.OneLine(cause.Error(), 200) + ")"
+			}
+		}
+		e.err = fmt.Errorf("the outcome of %s%s is unknown%s: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, why, orDash(key))
 	case reasonTimeout:
 		e.err = fmt.Errorf("%s%s gave up after --timeout %s before the request was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
 	case reasonInterrupted:
@@ -434,6 +447,9 @@ func rejection(err error) string {
 	return err.Error()
 }
 
+// upstreamDenied is the error kind of a record an upstream ledger denied.
+const upstreamDenied = "upstream_denied"
+
 // deniedError says who denied the call and why, from the ledger record, and
 // how to run it after all.
 func (a *app) deniedError(ctx context.Context, tool, key string) error {
@@ -450,6 +466,11 @@ func (a *app) deniedError(ctx context.Context, tool, key string) error {
 	by, reason := "the policy", rec.ErrorMessage
 	if ap := rec.Approval; ap != nil {
 		by, reason = ap.By, ap.Reason
+	}
+	if rec.ErrorKind == upstreamDenied {
+		// This ledger approved it; the server it was sent to (a proxy)
+		// said no.
+		by, reason = "the server it was sent to (denied at the proxy)", rec.ErrorMessage
 	}
 	if reason == "" {
 		reason = "no reason given"

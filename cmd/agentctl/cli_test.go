@@ -176,8 +176,33 @@ func TestExitCodesThroughTheProxy(t *testing.T) {
 	if n := e.paymentsFor("p-1"); n != 0 {
 		t.Errorf("payments for a denied call = %d; want 0", n)
 	}
+	// The outer ledger keeps the proxy's word: DENIED, not FAILED, in
+	// the record and in ledger show.
+	if r := e.record("p-1"); r.State != ledger.StateDenied {
+		t.Errorf("client record of a call the proxy denied = %s (%s); want DENIED", r.State, r.ErrorKind)
+	}
+	e.run(nil, "ledger", "show", "p-1").wantExit(t, exitOK, "DENIED")
 	// The repeat is a replay from the outer ledger, with the same exit.
 	e.run(nil, append([]string{"call", "--server", proxy, "--yes", "--key", "p-1"}, pay...)...).wantExit(t, exitDenied, "p-1")
+
+	// A proxy that asks and has no one to ask: nothing ran, REJECTED at
+	// both ledgers, so the same key runs once a proxy lets it through.
+	ask := fmt.Sprintf("'%s' --ledger '%s' proxy -- '%s' -db '%s'",
+		e.agentctl, filepath.Join(e.dir, "proxy.db"), e.payments, e.payDB)
+	e.run(nil, append([]string{"call", "--server", ask, "--yes", "--key", "p-2"}, pay...)...).wantExit(t, exitUsage, "p-2")
+	if r := e.record("p-2"); r.State != ledger.StateRejected {
+		t.Errorf("client record of a call no one confirmed at the proxy = %s (%s); want REJECTED", r.State, r.ErrorKind)
+	}
+	allow := filepath.Join(e.dir, "allow.json")
+	if err := os.WriteFile(allow, []byte(`{"version":1,"rules":[{"tool":"create_payment","action":"allow","note":"now allowed"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	allowed := fmt.Sprintf("'%s' --ledger '%s' proxy --policy '%s' -- '%s' -db '%s'",
+		e.agentctl, filepath.Join(e.dir, "proxy.db"), allow, e.payments, e.payDB)
+	e.run(nil, append([]string{"call", "--server", allowed, "--yes", "--key", "p-2"}, pay...)...).wantExit(t, exitOK)
+	if n := e.paymentsFor("p-2"); n != 1 {
+		t.Errorf("payments for p-2 once allowed = %d; want 1", n)
+	}
 }
 
 func TestCallTimeout(t *testing.T) {

@@ -17,15 +17,17 @@ import (
 )
 
 // Exit codes of DESIGN.md "agentctl".
+// They are the ledger's (ledger.RowOf(state).Exit is the exit of a call
+// that ended in state).
 const (
-	exitOK          = 0
-	exitFailed      = 1   // the tool said no (isError), or a replayed failure
-	exitUsage       = 2   // bad usage or input, also arguments the server rejected before the tool ran
-	exitDenied      = 3   // a person or the policy refused the call
-	exitUnknown     = 4   // the outcome is unknown or still in progress: reconcile or look later
-	exitUnreachable = 5   // the upstream server or the ledger could not be reached
-	exitAwaiting    = 6   // the call awaits a person's approval
-	exitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM) with nothing final recorded
+	exitOK          = ledger.ExitOK
+	exitFailed      = ledger.ExitFailed      // the tool said no (isError), or a replayed failure
+	exitUsage       = ledger.ExitUsage       // bad usage or input, also arguments the server rejected before the tool ran
+	exitDenied      = ledger.ExitDenied      // a person or the policy refused the call
+	exitUnknown     = ledger.ExitUnknown     // the outcome is unknown or still in progress: reconcile or look later
+	exitUnreachable = ledger.ExitUnreachable // the upstream server or the ledger could not be reached; nothing was sent
+	exitAwaiting    = ledger.ExitAwaiting    // the call awaits a person's approval
+	exitInterrupted = ledger.ExitInterrupted // interrupted (Ctrl-C, SIGTERM) with nothing final recorded
 )
 
 // The reasons of --json errors: one list, each with its exit code. A
@@ -163,6 +165,13 @@ func callReason(err error, state ledger.State, interrupted, timedOut bool) strin
 		return reasonInvalidKey
 	case errors.Is(err, client.ErrArgumentsTooLarge):
 		return reasonArgumentsTooLarge
+	case errors.Is(err, ledger.ErrNoKey):
+		return reasonUsage // the ledger key file is missing from the command line
+	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
+		// The truth rule first: once the request may have reached the
+		// tool, a ledger that failed under it (locked, full, gone) makes
+		// the outcome unknown, never "nothing was recorded".
+		return reasonOutcomeUnknown
 	case errors.Is(err, sqlite.ErrBusy):
 		return reasonLedgerLocked
 	case errors.Is(err, confirm.ErrNoConfirmer):
@@ -176,8 +185,6 @@ func callReason(err error, state ledger.State, interrupted, timedOut bool) strin
 		return reasonDenied
 	case errors.Is(err, client.ErrAwaitingApproval), state == ledger.StatePendingApproval:
 		return reasonAwaitingApproval
-	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
-		return reasonOutcomeUnknown
 	case errors.Is(err, ledger.ErrInProgress), state == ledger.StateProcessing,
 		retry.Reason(err) == retry.ReasonInProgress:
 		return reasonInProgress

@@ -71,17 +71,29 @@ func TestKilledCallRerunKnowsAtOnce(t *testing.T) {
 		t.Fatalf("record after the kill = %s, lease until %v; want PROCESSING under a lease that has not ended", r.State, r.LeaseUntil)
 	}
 
+	// The payments server saw its client go and its handler's context
+	// end before the commit: its transaction rolled back, and the guard
+	// recorded that nothing happened (RETRYABLE).
+	serverLedger := strings.TrimSuffix(e.payDB, ".db") + ".ledger.db"
+	waitFor(t, "the server's record of k-kill to leave PROCESSING", func() bool {
+		r, ok := tryRecord(serverLedger, "k-kill")
+		return ok && r.State != ledger.StateProcessing
+	})
+	if r, _ := tryRecord(serverLedger, "k-kill"); r.State != ledger.StateRetryable {
+		t.Fatalf("server record after the kill = %s (%s); want RETRYABLE", r.State, r.ErrorKind)
+	}
+
 	start := time.Now()
 	again := e.call(nil, append([]string{"--yes", "--key", "k-kill"}, pay...)...)
 	t.Logf("the re-run after kill -9 answered in %v", time.Since(start))
-	again.wantExit(t, exitUnknown, "reconcile", "k-kill")
-	// The payments server is key-aware, so the re-run also re-sent the
-	// call under its key; the server found its own handler's process gone
-	// too and said the outcome is unknown.
-	if r := e.showRecord("k-kill"); r.State != ledger.StateUnknown || (r.ErrorKind != ledger.KindOwnerDead && r.ErrorKind != "server_outcome_unknown") {
-		t.Fatalf("record after the re-run = %s (%s); want UNKNOWN (%s, or the server's outcome_unknown)", r.State, r.ErrorKind, ledger.KindOwnerDead)
+	// The re-run finds the owner process gone at once (UNKNOWN: it may
+	// have run), re-sends the call under its key to the key-aware server,
+	// which knows it did not, and runs it once.
+	again.wantExit(t, exitOK)
+	if r := e.showRecord("k-kill"); r.State != ledger.StateSucceeded || r.Fence < 2 {
+		t.Fatalf("record after the re-run = %s, fence %d; want SUCCEEDED after a take-over (fence 2 or more)", r.State, r.Fence)
 	}
-	if n := e.paymentsFor("k-kill"); n != 0 {
-		t.Fatalf("payments for k-kill = %d; want 0 (the handler hung before its commit and nothing ran again)", n)
+	if n := e.paymentsFor("k-kill"); n != 1 {
+		t.Fatalf("payments for k-kill = %d; want 1 (the hung handler rolled back, the re-sent call paid once)", n)
 	}
 }

@@ -107,8 +107,14 @@ func (a *App) createPayment(ctx context.Context, req *mcp.CallToolRequest, in Cr
 		key = PaymentKey(tenant, key)
 	}
 	p, err := a.insertPayment(ctx, key, in)
+	if errors.Is(err, ErrLimit) {
+		// The tool ran and said no: a final answer, replayed as such.
+		return server.ToolError(err), Payment{}, nil
+	}
 	if err != nil {
-		return nil, Payment{}, err
+		// The transaction did not commit (SQLite commits atomically or
+		// not at all): nothing was paid, and the same key may run again.
+		return nil, Payment{}, fmt.Errorf("%w; rolled back, nothing was charged: %w", err, server.ErrNotRun)
 	}
 	a.disp.Notify()
 	if err := a.cfg.Faults.at(ctx, a.cfg.FaultWriter, FaultHandlerCommitted); err != nil {
@@ -177,7 +183,7 @@ func (a *App) insertPayment(ctx context.Context, key string, in CreateIn) (Payme
 func (a *App) getPayment(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) (*mcp.CallToolResult, Payment, error) {
 	p, err := scanPayment(a.db.QueryRowContext(ctx, selectPayment+` WHERE id = $1`, in.PaymentID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Payment{}, fmt.Errorf("no payment %q", in.PaymentID)
+		return server.ToolError(fmt.Errorf("no payment %q", in.PaymentID)), Payment{}, nil
 	}
 	if err != nil {
 		return nil, Payment{}, err

@@ -142,7 +142,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 				return nil, je
 			}
 		}
-		return p.callError(ctx, req.Params.Name, err)
+		return p.callError(ctx, req.Params.Name, keyed, err)
 	}
 	return out.Result, nil
 }
@@ -153,8 +153,11 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 // them; a host request that was cancelled gets its context's error; every
 // other outcome (denied, key reused, outcome unknown, still in progress,
 // unreachable) becomes an isError result whose text tells the model what
-// happened and what not to do.
-func (p *Proxy) callError(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
+// happened and what not to do, and whose _meta names the state. An error
+// that names no state may have come after the request was sent: a keyed
+// host gets UNKNOWN for it (-31003), never a result its ledger would keep
+// as the tool's final answer.
+func (p *Proxy) callError(ctx context.Context, tool string, keyed bool, err error) (*mcp.CallToolResult, error) {
 	var je *jsonrpc.Error
 	if errors.As(err, &je) && requestError(je.Code) {
 		return nil, je
@@ -162,20 +165,43 @@ func (p *Proxy) callError(ctx context.Context, tool string, err error) (*mcp.Cal
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	text := fmt.Sprintf("The call to %s did not complete: %v. Do not repeat it before asking ledger_status.", tool, err)
-	var ce *client.Error
-	if errors.As(err, &ce) {
+	switch {
+	case errors.Is(err, ledger.ErrInvalidKey):
+		return nil, retry.ServerError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, err.Error(), 0)
+	case errors.Is(err, client.ErrArgumentsTooLarge):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	ce, isCall := errors.AsType[*client.Error](err)
+	if isCall {
 		if je := p.storedRequestError(ctx, ce); je != nil {
 			return nil, je
 		}
+	}
+	st, named := client.StateOf(err)
+	if !named && !errors.Is(err, ledger.ErrKeyReused) {
+		st = ledger.StateUnknown
+		if keyed {
+			key := ""
+			if isCall {
+				key = ce.Key
+			}
+			return nil, rowError(st, key, fmt.Sprintf("The call to %s did not complete: %v. Its outcome is unknown; ask ledger_status before calling again.", tool, err))
+		}
+	}
+	text := fmt.Sprintf("The call to %s did not complete: %v. Do not repeat it before asking ledger_status.", tool, err)
+	meta := map[string]any{}
+	if st != "" {
+		meta["state"] = st
+	}
+	if isCall {
 		if ce.Text != "" {
 			text = ce.Text
 		}
-		res := errorResult(text)
-		res.Meta = mcp.Meta{MetaError: map[string]any{"key": ce.Key, "state": ce.State}}
-		return res, nil
+		meta["key"] = ce.Key
 	}
-	return errorResult(text), nil
+	res := errorResult(text)
+	res.Meta = mcp.Meta{MetaError: meta}
+	return res, nil
 }
 
 // requestError reports whether code says the request itself was wrong:
@@ -206,38 +232,46 @@ func errorResult(text string) *mcp.CallToolResult {
 }
 
 // wireError answers a host that sent its own key (an mcpledger client, or
-// any key-aware agent) the way a key-aware server would: with the -3100x
-// errors of the wire conventions, which its client classifies and records
-// (an isError result would be recorded as a final FAILED). Outcomes
-// without a wire error (a denial, a tool error) return nil.
+// any key-aware agent) the way a key-aware server would: by the row of the
+// state the call stands in (ledger.RowOf), with the -3100x errors of the
+// wire conventions, which its client classifies and records. An isError
+// result would be recorded as a final FAILED. States answered with a
+// result (a denial, a refusal, the tool's own answer) return nil; so do
+// errors that name no state, which callError answers.
 func wireError(err error) *jsonrpc.Error {
-	var ce *client.Error
-	if !errors.As(err, &ce) {
+	var key string
+	msg := err.Error()
+	if ce, ok := errors.AsType[*client.Error](err); ok {
+		key = ce.Key
+		if ce.Text != "" {
+			msg = ce.Text
+		}
+	}
+	if errors.Is(err, ledger.ErrKeyReused) {
+		return retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
+	}
+	st, ok := client.StateOf(err)
+	if !ok {
 		return nil
 	}
-	msg := ce.Text
-	if msg == "" {
-		msg = err.Error()
+	return rowError(st, key, msg)
+}
+
+// rowError is the JSON-RPC error of state st's row for key, nil when the
+// row answers with a result.
+func rowError(st ledger.State, key, msg string) *jsonrpc.Error {
+	row := ledger.RowOf(st)
+	if row.Code == 0 {
+		return nil
 	}
-	switch {
-	case errors.Is(err, ledger.ErrKeyReused):
-		return retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
-	case errors.Is(err, client.ErrOutcomeUnknown):
-		return retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, msg, 0)
-	case errors.Is(err, client.ErrAwaitingApproval):
-		// Nothing ran and the key waits for a person: to the host's
-		// ledger that is a call in progress (an isError result would be
-		// stored as its final FAILED); data names the state and the key.
-		data, jerr := json.Marshal(wire.ErrorData{Reason: wire.ReasonInProgress, RetryAfterMs: wire.RetryAfterMs(time.Second),
-			Key: ce.Key, State: string(ledger.StatePendingApproval)})
-		if jerr != nil {
-			return retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, msg, time.Second)
-		}
-		return &jsonrpc.Error{Code: wire.CodeInProgress, Message: msg, Data: data}
-	case errors.Is(err, ledger.ErrInProgress), errors.Is(err, client.ErrNotSent):
-		// Not sent is as good as in progress to the host: nothing ran,
-		// and the same key may be sent again later.
-		return retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, msg, time.Second)
+	d := wire.ErrorData{Reason: row.Reason, Key: key, State: string(row.State)}
+	if row.Code == wire.CodeInProgress {
+		d.RetryAfterMs = wire.RetryAfterMs(time.Second)
 	}
-	return nil
+	data, err := json.Marshal(d)
+	if err != nil {
+		// Strings and an integer always marshal.
+		panic("proxy: encoding error data: " + err.Error())
+	}
+	return &jsonrpc.Error{Code: row.Code, Message: msg, Data: data}
 }

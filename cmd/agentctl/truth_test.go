@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
+)
+
+// The truth rule, tried with the real binaries: once a request may have
+// reached the tool, only the tool's own answer is final; everything else
+// is UNKNOWN (exit 4). A call the server knows did not run is not stuck:
+// the next run with the key runs it.
+
+func (e *e2e) ledgerPath() string { return filepath.Join(e.dir, "ledger.db") }
+
+func (e *e2e) record(key string) *ledger.Record {
+	e.t.Helper()
+	return readRecord(e.t, e.ledgerPath(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: key})
+}
+
+// A handler's Go error after its commit: the payment was made, so the
+// answer is UNKNOWN at the client, never "failed"; a re-run replays
+// nothing and pays nothing.
+func TestTruthHandlerErrorAfterCommitIsUnknown(t *testing.T) {
+	e := newE2E(t)
+	e.server += " -fault handler-committed=error"
+	first := e.call(nil, append([]string{"--yes", "--key", "hc-1"}, pay...)...)
+	first.wantExit(t, exitUnknown, "unknown", "reconcile")
+	if n := e.paymentsFor("hc-1"); n != 1 {
+		t.Fatalf("payments for hc-1 = %d; want 1 (the fault comes after the commit)", n)
+	}
+	if r := e.record("hc-1"); r.State != ledger.StateUnknown {
+		t.Errorf("client record = %s (%s); want UNKNOWN", r.State, r.ErrorKind)
+	}
+	again := e.call(nil, append([]string{"--yes", "--key", "hc-1"}, pay...)...)
+	again.wantExit(t, exitUnknown)
+	if n := e.paymentsFor("hc-1"); n != 1 {
+		t.Errorf("payments for hc-1 after the re-run = %d; want still 1", n)
+	}
+}
+
+// --timeout on a slow handler whose transaction then rolls back: UNKNOWN
+// at the client (it may have run), RETRYABLE at the server (the handler
+// says nothing happened), and the next run with the key pays once.
+func TestTruthTimeoutRolledBackRunsOnRerun(t *testing.T) {
+	e := newE2E(t)
+	slow := e.server + " -fault handler=sleep:4s"
+	first := e.run(nil, append([]string{"call", "--server", slow, "--timeout", "1s", "--yes", "--key", "to-1"}, pay...)...)
+	first.wantExit(t, exitUnknown)
+	if n := e.paymentsFor("to-1"); n != 0 {
+		t.Fatalf("payments for to-1 after the timeout = %d; want 0 (rolled back)", n)
+	}
+	serverLedger := strings.TrimSuffix(e.payDB, ".db") + ".ledger.db"
+	waitFor(t, "the server's record of to-1 to leave PROCESSING", func() bool {
+		r, ok := tryRecord(serverLedger, "to-1")
+		return ok && r.State != ledger.StateProcessing
+	})
+	if r, _ := tryRecord(serverLedger, "to-1"); r.State != ledger.StateRetryable {
+		t.Fatalf("server record = %s (%s); want RETRYABLE", r.State, r.ErrorKind)
+	}
+	again := e.run(nil, append([]string{"call", "--server", e.server, "--timeout", "30s", "--yes", "--key", "to-1"}, pay...)...)
+	again.wantExit(t, exitOK)
+	if n := e.paymentsFor("to-1"); n != 1 {
+		t.Errorf("payments for to-1 after the re-run = %d; want 1", n)
+	}
+	if r := e.record("to-1"); r.State != ledger.StateSucceeded {
+		t.Errorf("client record after the re-run = %s; want SUCCEEDED", r.State)
+	}
+}
+
+// The ledger under the caller is locked after the upstream paid: the
+// caller cannot record the answer, so it says UNKNOWN (exit 4), never
+// "nothing was recorded" or "failed"; through a proxy, the proxy's own
+// lost write reaches the client as -31003 and the client's record is
+// UNKNOWN too.
+func TestTruthLedgerLockedAfterPaymentIsUnknown(t *testing.T) {
+	for _, through := range []string{"direct", "proxy"} {
+		t.Run(through, func(t *testing.T) {
+			e := newE2E(t)
+			key := "lk-" + through
+			slow := []string{e.payments, "-db", e.payDB, "-fault", "handler-committed=sleep:3s"}
+			args := []string{"--wait", "1s", "call", "--server", shellJoin(slow), "--yes", "--key", key}
+			locked := e.ledgerPath()
+			if through == "proxy" {
+				locked = filepath.Join(e.dir, "proxy.db")
+				policy := filepath.Join(e.dir, "allow.json")
+				if err := os.WriteFile(policy, []byte(`{"version":1,"rules":[{"tool":"create_payment","action":"allow","note":"test"}]}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				env := append(append([]string{}, e.env...), "MCPLEDGER_LEDGER="+locked)
+				url := listeningProxy(t, env, append([]string{"--wait", "1s", "--policy", policy, "--"}, slow...)...)
+				args = []string{"call", "--url", url, "--yes", "--key", key}
+			}
+			done := make(chan outcome, 1)
+			go func() { done <- e.runQuiet(append(args, pay...)...) }()
+			waitFor(t, "the payment of "+key, func() bool { return e.paymentsFor(key) == 1 })
+			holdLock(t, locked)
+			got := <-done
+			got.wantExit(t, exitUnknown, "unknown")
+			if n := e.paymentsFor(key); n != 1 {
+				t.Errorf("payments for %s = %d; want 1", key, n)
+			}
+			if through == "proxy" {
+				if r := e.record(key); r.State != ledger.StateUnknown {
+					t.Errorf("client record = %s (%s); want UNKNOWN", r.State, r.ErrorKind)
+				}
+			}
+		})
+	}
+}
+
+// shellJoin quotes args for --server, which splits its value like a shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// runQuiet runs agentctl without failing the test from another goroutine.
+func (e *e2e) runQuiet(args ...string) outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.agentctl, args...)
+	cmd.Env = e.env
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+		errb.WriteString(fmt.Sprintf("agentctl did not run: %v", err))
+	}
+	return outcome{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// tryRecord reads one create_payment record of the ledger at path, if the
+// ledger and the record are there.
+func tryRecord(path, key string) (*ledger.Record, bool) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, false
+	}
+	st, err := sqlite.Open(context.Background(), path, nil)
+	if err != nil {
+		return nil, false
+	}
+	defer st.Close()
+	r, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: key})
+	return r, err == nil
+}
+
+// waitFor polls cond, a state another process changes, until it holds; a
+// minute without it fails the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// A read of a server the policy trusts reads again: a payment that did
+// not exist at the first read is found by the second, never replayed
+// stale from the ledger.
+func TestTruthTrustedReadsReadAgain(t *testing.T) {
+	e := newE2E(t)
+	policy := filepath.Join(e.dir, "trust.json")
+	if err := os.WriteFile(policy, []byte(`{"version":1,"trusted":["payments"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	get := []string{"--policy", policy, "call", "--server", e.server, "get_payment", "payment_id=pay_later"}
+	e.run(nil, get...).wantExit(t, exitFailed, "no payment")
+	db, err := sql.Open("sqlite3", e.payDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO payments (id, idempotency_key, amount_cents, currency, payee, memo, created_at) VALUES ('pay_later', 'later-1', 700, 'EUR', 'acme', '', ?)`, time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := e.run(nil, get...)
+	again.wantExit(t, exitOK, "pay_later")
+	if strings.Contains(again.stderr, "replayed") {
+		t.Errorf("the second read says %q; want a fresh read", again.stderr)
+	}
+}

@@ -1,0 +1,142 @@
+package ledger
+
+import "fmt"
+
+// This file is what a state means, one row per state, for every consumer:
+// the callers of each SDK, the server middleware, the proxy, the CLI and
+// telemetry read the row of the state a call ended in instead of deciding
+// on their own what that state means.
+
+// The server error codes of the wire conventions (DESIGN.md, "Wire
+// conventions"). Package wire re-exports them; they live here because the
+// rows below name them and package ledger imports nothing of ours.
+const (
+	// CodeKeyReused: the key is bound to other arguments. Permanent.
+	CodeKeyReused = -31001
+	// CodeInProgress: the call is running, waits for a person, or did not
+	// run and may be sent again; or the request's fence is stale.
+	// Transient; data.retryAfterMs says when to ask again.
+	CodeInProgress = -31002
+	// CodeOutcomeUnknown: whether the call ran cannot be told. Never
+	// retried; needs reconciliation.
+	CodeOutcomeUnknown = -31003
+	// CodeKeyRequired: the key is missing or breaks the key rules.
+	// Permanent.
+	CodeKeyRequired = -31004
+)
+
+// The data.reason values the rows answer with.
+const (
+	ReasonInProgress     = "in_progress"
+	ReasonOutcomeUnknown = "outcome_unknown"
+	// ReasonNotRun: nothing ran (the server's handler said so, or the
+	// request never reached the tool); the same key may be sent again.
+	ReasonNotRun = "not_run"
+)
+
+// The exit codes of agentctl (DESIGN.md, "agentctl").
+const (
+	ExitOK          = 0
+	ExitFailed      = 1 // the tool said no (isError)
+	ExitUsage       = 2 // bad usage or input, or arguments refused before the tool ran
+	ExitDenied      = 3
+	ExitUnknown     = 4 // outcome unknown or still in progress
+	ExitUnreachable = 5 // nothing was sent
+	ExitAwaiting    = 6
+	ExitInterrupted = 130
+)
+
+// Row is everything a consumer needs to know about a call that ended in
+// State.
+type Row struct {
+	State State
+	// Act is what a caller does with a record it finds in State.
+	Act Action
+	// Final: the record is replayed as it is and never changes.
+	Final bool
+	// Ran says whether the tool ran: "yes", "no", or "maybe".
+	Ran string
+	// Outcome is the telemetry outcome of a call that ended in State
+	// (OutcomeReplayed instead when it was answered from an earlier
+	// record of a final state).
+	Outcome Outcome
+	// Code and Reason are the JSON-RPC error a key-aware server or a proxy
+	// answers a keyed caller with, data.state naming State. Code 0: the
+	// answer is a result (the stored one for SUCCEEDED and FAILED; an
+	// isError result carrying the MetaError marker for DENIED and
+	// REJECTED).
+	Code   int64
+	Reason string
+	// Upstream is what an upstream ledger's answer in State (a proxy's
+	// marker or error data) means for the caller's own PROCESSING record:
+	// the trigger the caller records.
+	Upstream Trigger
+	// Exit is agentctl's exit code.
+	Exit int
+}
+
+// Whether the tool ran, in a row.
+const (
+	RanYes   = "yes"
+	RanNo    = "no"
+	RanMaybe = "maybe"
+)
+
+// rows has one row per state, in the order of States.
+var rows = map[State]Row{
+	StatePendingApproval: {Act: ActWait, Ran: RanNo, Outcome: OutcomeAwaiting,
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Exit: ExitAwaiting},
+	StateProcessing: {Act: ActWait, Ran: RanMaybe, Outcome: OutcomeInProgress,
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Exit: ExitUnknown},
+	StateSucceeded: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeSucceeded,
+		Upstream: OnSucceeded, Exit: ExitOK},
+	StateFailed: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeFailed,
+		Upstream: OnFailed, Exit: ExitFailed},
+	StateRetryable: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeNotSent,
+		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Exit: ExitUnreachable},
+	StateRejected: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeRejected,
+		Upstream: OnRefused, Exit: ExitUsage},
+	StateUnknown: {Act: ActReconcile, Ran: RanMaybe, Outcome: OutcomeUnknown,
+		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Exit: ExitUnknown},
+	StateDenied: {Act: ActDenied, Final: true, Ran: RanNo, Outcome: OutcomeDenied,
+		Upstream: OnDeny, Exit: ExitDenied},
+}
+
+func init() {
+	for s, r := range rows {
+		r.State = s
+		rows[s] = r
+	}
+}
+
+// RowOf is the row of s. A state that is not one of the eight (an
+// upstream's unknown word, say) gets UNKNOWN's row: what cannot be read
+// may have run.
+func RowOf(s State) Row {
+	if r, ok := rows[s]; ok {
+		return r
+	}
+	return rows[StateUnknown]
+}
+
+// Rows lists the rows in the order of States.
+func Rows() []Row {
+	out := make([]Row, 0, len(States))
+	for _, s := range States {
+		out = append(out, rows[s])
+	}
+	return out
+}
+
+// Upstream is what an upstream ledger's word that a call is in state s
+// means for the caller's own record of it, which is PROCESSING: the
+// trigger to record, and the state that makes. An unknown word is
+// ambiguous.
+func Upstream(s State) (Trigger, State) {
+	on := RowOf(s).Upstream
+	to, err := Next(StateProcessing, on)
+	if err != nil {
+		panic(fmt.Sprintf("ledger: the row of %s names %s, which does not leave PROCESSING", s, on))
+	}
+	return on, to
+}
