@@ -62,22 +62,22 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	}
 	ap := &ledger.Approval{By: d.By, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
 		PolicyVersion: q.PolicyVersion, Expires: rec.LeaseUntil.UTC(), Requester: q.Requester}
-	t := ledger.Transition{ID: id, From: ledger.StatePendingApproval, Owner: rec.Owner, Fence: rec.Fence, Approval: ap}
+	dec := ledger.Decision{Approval: ap}
 	switch {
 	case !d.Approve:
 		if strings.TrimSpace(d.Reason) == "" {
 			return rec, errors.New("client: a denial needs a reason")
 		}
-		ap.Decision, t.To, t.ErrorKind, t.ErrorMessage = ledger.DecisionDenied, ledger.StateDenied, "denied", d.Reason
+		ap.Decision, dec.On, dec.Reason = ledger.DecisionDenied, ledger.OnDeny, d.Reason
 	case d.DistinctApprover && d.By == q.Requester:
 		return rec, fmt.Errorf("%w (%s)", ErrSameApprover, q.Requester)
 	default:
-		ap.Decision, t.To, t.NewOwner, t.Lease = ledger.DecisionApproved, ledger.StatePendingApproval, queueOwner(true, q.PolicyVersion, q.Requester), left
+		ap.Decision, dec.On, dec.Owner, dec.Lease = ledger.DecisionApproved, ledger.OnApproveLater, queueOwner(true, q.PolicyVersion, q.Requester), left
 		if d.ForSession {
 			ap.Decision, ap.Expires = ledger.DecisionApprovedSession, at.Add(cmpOr(d.For, left))
 		}
 	}
-	after, err := st.Transition(ctx, t)
+	after, err := ledger.Decide(ctx, st, rec, dec)
 	if err != nil {
 		return rec, fmt.Errorf("client: record the decision on %s key %s: %w", id.Tool, id.Key, err)
 	}
@@ -93,7 +93,7 @@ func cmpOr(d, def time.Duration) time.Duration {
 
 // KindReconciled is the ErrorKind of a record a person reconciled; its
 // ErrorMessage says who, when and the note.
-const KindReconciled = "reconciled"
+const KindReconciled = ledger.KindReconciled
 
 // MetaReconciled marks the result of a reconciled record, beside the replay
 // marker, so a runtime can tell it from a result the tool returned.
@@ -132,8 +132,5 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, to ledger.Sta
 	if err != nil {
 		return nil, fmt.Errorf("client: encode the reconciled result: %w", err)
 	}
-	return st.Transition(ctx, ledger.Transition{
-		ID: r.ID, From: ledger.StateUnknown, To: to, Result: result,
-		ErrorKind: KindReconciled, ErrorMessage: message,
-	})
+	return ledger.Reconcile(ctx, st, r.ID, ledger.Reconciliation{As: to, Result: result, Message: message})
 }

@@ -157,10 +157,7 @@ func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) 
 	if why := c.unbound(op, rec, q, now); why != "" {
 		return nil, c.awaiting(op, rec, why), false, true
 	}
-	after, err := c.store.Transition(ctx, ledger.Transition{
-		ID: rec.ID, From: ledger.StatePendingApproval, To: ledger.StateProcessing,
-		Owner: rec.Owner, Fence: rec.Fence, NewOwner: c.opts.Owner, Lease: c.opts.Lease,
-	})
+	after, err := c.lc.Consume(ctx, rec)
 	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) {
 		// Another caller consumed the approval first (or a person changed
 		// the decision): answer from the record as it is now.

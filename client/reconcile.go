@@ -33,10 +33,7 @@ func (c *Client) resend(ctx context.Context, op *operation, rec *ledger.Record) 
 	op.id = rec.ID
 	// A take-over: the store gives the record this owner and the next fence,
 	// so the earlier owner, should it wake up, can record nothing.
-	again, err := c.store.Transition(ctx, ledger.Transition{
-		ID: rec.ID, From: ledger.StateUnknown, To: ledger.StateProcessing,
-		Owner: c.lc.Owner, Lease: c.opts.Lease,
-	})
+	again, err := c.lc.Resend(ctx, rec)
 	if errors.Is(err, ledger.ErrStateChanged) {
 		return c.settleID(ctx, op) // another caller reconciled it first
 	}

@@ -93,23 +93,16 @@ func outcomeOf(o *Outcome, err error) ledger.Outcome {
 		}
 		return ledger.OutcomeSucceeded
 	}
-	var ce *Error
 	switch {
 	case errors.Is(err, ledger.ErrKeyReused):
 		return ledger.OutcomeKeyConflict
-	case errors.Is(err, ledger.ErrInProgress):
-		return ledger.OutcomeInProgress
-	case errors.Is(err, ErrOutcomeUnknown):
-		return ledger.OutcomeUnknown
-	case errors.Is(err, ErrDenied):
-		return ledger.OutcomeDenied
-	case errors.Is(err, ErrNotSent):
-		return ledger.OutcomeNotSent
 	case errors.Is(err, ledger.ErrInvalidKey), errors.Is(err, ledger.ErrInvalidTenant), errors.Is(err, ErrArgumentsTooLarge):
 		return ledger.OutcomeInvalid
-	case errors.As(err, &ce) && ce.State == ledger.StateFailed:
-		// A deterministic rejection, recorded FAILED.
-		return ledger.OutcomeFailed
+	}
+	if st, ok := StateOf(err); ok {
+		// The row of the state the call stands in, as every consumer
+		// reads it.
+		return ledger.RowOf(st).Outcome
 	}
 	return ledger.OutcomeError
 }

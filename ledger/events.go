@@ -63,8 +63,7 @@ type Outcome string
 const (
 	// OutcomeSucceeded: this call ran the tool and it returned a result.
 	OutcomeSucceeded Outcome = "succeeded"
-	// OutcomeFailed: this call ran the tool and it said no (isError), or
-	// the request was rejected deterministically.
+	// OutcomeFailed: this call ran the tool and it said no (isError).
 	OutcomeFailed Outcome = "failed"
 	// OutcomeReplayed: a duplicate answered from the ledger (a duplicate
 	// hit); nothing ran.

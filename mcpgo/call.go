@@ -195,9 +195,7 @@ func (c *Client) outcome(k *call, s *sending, rec *ledger.Record, err error) (*O
 func (c *Client) resend(ctx context.Context, k *call, rec *ledger.Record) (*Outcome, error) {
 	// A take-over: the store gives the record this owner and the next
 	// fence, so the earlier owner, should it wake up, can record nothing.
-	again, err := c.store.Transition(ctx, ledger.Transition{
-		ID: rec.ID, From: ledger.StateUnknown, To: ledger.StateProcessing, Owner: c.lc.Owner, Lease: c.opts.Lease,
-	})
+	again, err := c.lc.Resend(ctx, rec)
 	if errors.Is(err, ledger.ErrStateChanged) {
 		// Another caller reconciled it first: answer from its record.
 		latest, err := c.store.Get(ctx, rec.ID)

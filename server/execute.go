@@ -17,15 +17,15 @@ import (
 
 // Error kinds this package stores on records.
 const (
-	KindToolError     = "tool_error"     // FAILED: the handler returned isError
-	KindPanic         = "panic"          // UNKNOWN: the handler panicked
-	KindCanceled      = "canceled"       // UNKNOWN: the handler ended with its context
-	KindHandlerError  = "handler_error"  // UNKNOWN: the handler returned a Go error
-	KindRejected      = "rejected"       // RETRYABLE: the handler refused the request (JSON-RPC -32700..-32600 but -32602, -31002); REJECTED for -32602
-	KindInputRequired = "input_required" // RETRYABLE: the handler asked for input before acting
-	KindUnstorable    = "unstorable"     // UNKNOWN: the result could not be encoded
-	KindReconciled    = "reconciled"     // set by Reconcile
-	KindNotRun        = "not_run"        // RETRYABLE: the handler said nothing happened (ErrNotRun)
+	KindToolError     = "tool_error"          // FAILED: the handler returned isError
+	KindPanic         = "panic"               // UNKNOWN: the handler panicked
+	KindCanceled      = "canceled"            // UNKNOWN: the handler ended with its context
+	KindHandlerError  = "handler_error"       // UNKNOWN: the handler returned a Go error
+	KindRejected      = "refused_before_run"  // RETRYABLE: the handler refused the request before acting (JSON-RPC -32700..-32600 but -32602, -31002); -32602 is ledger.KindRefused (REJECTED)
+	KindInputRequired = "input_required"      // RETRYABLE: the handler asked for input before acting
+	KindUnstorable    = "unstorable"          // UNKNOWN: the result could not be encoded
+	KindReconciled    = ledger.KindReconciled // set by Reconcile
+	KindNotRun        = "not_run"             // RETRYABLE: the handler said nothing happened (ErrNotRun)
 )
 
 // ErrNotRun is what a handler returns (wrapped, with %w) when it knows

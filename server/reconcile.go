@@ -33,10 +33,7 @@ func Reconcile(ctx context.Context, store ledger.Store, id ledger.ID, as ledger.
 	if err != nil {
 		return nil, fmt.Errorf("server: reconcile: encoding result: %w", err)
 	}
-	rec, err := store.Transition(ctx, ledger.Transition{
-		ID: id, From: ledger.StateUnknown, To: as,
-		Result: raw, ErrorKind: KindReconciled, ErrorMessage: note,
-	})
+	rec, err := ledger.Reconcile(ctx, store, id, ledger.Reconciliation{As: as, Result: raw, Message: note})
 	if err != nil {
 		return nil, fmt.Errorf("server: reconcile %s: %w", id.Tool, err)
 	}

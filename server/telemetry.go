@@ -71,9 +71,12 @@ func result(tc *telemetry.Call, c *call, res mcp.Result, err error) telemetry.Re
 	switch {
 	case isWire && je.Code == codeOutcomeUnknown:
 		r.Outcome, r.Duplicate = ledger.OutcomeUnknown, !tc.Ran()
+	case tc.Ran() && isWire && je.Code == jsonrpc.CodeInvalidParams:
+		// The handler refused the arguments before acting: REJECTED.
+		r.Outcome = ledger.OutcomeRejected
 	case tc.Ran():
-		// The handler refused the request before acting: the record is
-		// RETRYABLE.
+		// The handler refused the request before acting, or said nothing
+		// happened: the record is RETRYABLE.
 		r.Outcome = ledger.OutcomeNotSent
 		if !isWire {
 			r.Outcome = ledger.OutcomeError

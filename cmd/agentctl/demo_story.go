@@ -316,9 +316,9 @@ func (d *demo) crash() error {
 		return err
 	}
 	id := ledger.ID{Tenant: d.a.tenant, Tool: payments.ToolCreate, Key: key}
-	if _, err := d.store.Transition(d.ctx, ledger.Transition{
-		ID: id, From: ledger.StateUnknown, To: ledger.StateSucceeded, Result: raw, AddAttempts: 1,
-		ErrorKind: kindReconciled, ErrorMessage: "reconciled: re-sent with the same key, the key-aware server answered from its ledger",
+	if _, err := ledger.Reconcile(d.ctx, d.store, id, ledger.Reconciliation{
+		As: ledger.StateSucceeded, Result: raw, Attempts: 1, Kind: kindReconciled,
+		Message: "reconciled: re-sent with the same key, the key-aware server answered from its ledger",
 	}); err != nil {
 		return fmt.Errorf("demo step %d: reconcile the ledger: %w", d.step, err)
 	}

@@ -17,7 +17,7 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
 
 // KindReconciled is the ErrorKind of a record a person reconciled; its
 // ErrorMessage says who, when and the note.
-const kindReconciled = "reconciled"
+const kindReconciled = ledger.KindReconciled
 
 // metaReconciled marks the result of a reconciled record, beside the replay
 // marker, so a runtime can tell it from a result the tool returned.

@@ -1,0 +1,122 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The transitions that are not a run's own outcome: a re-send of an
+// UNKNOWN call, a queued approval consumed, a person's decision and a
+// reconciliation. Each is a lifecycle method here, reached by its trigger
+// through the table, so that no package outside ledger names a From and a
+// To of its own.
+
+// Resend takes the UNKNOWN record rec over to send its call again to a
+// key-aware server, which answers a repeat with its first outcome (OnResend):
+// the record becomes PROCESSING under this Lifecycle's owner and lease with
+// the next fence, so the earlier owner, should it wake up, records nothing.
+// Another caller that reconciled or re-sent it first makes it fail with
+// ErrStateChanged.
+func (lc *Lifecycle) Resend(ctx context.Context, rec *Record) (*Record, error) {
+	return lc.move(ctx, rec, OnResend, Transition{Owner: lc.owner(), Lease: lc.lease()})
+}
+
+// Consume takes over the queued record rec that a person approved
+// (OnApprove, PENDING_APPROVAL -> PROCESSING): this Lifecycle's owner
+// replaces the queue's, with the next fence, by compare-and-set on the
+// queue's owner and fence, so an approval is used once however many callers
+// race for it (the losers get ErrLeaseLost or ErrStateChanged).
+func (lc *Lifecycle) Consume(ctx context.Context, rec *Record) (*Record, error) {
+	return lc.move(ctx, rec, OnApprove, Transition{Owner: rec.Owner, Fence: rec.Fence, NewOwner: lc.owner(), Lease: lc.lease()})
+}
+
+func (lc *Lifecycle) move(ctx context.Context, rec *Record, on Trigger, t Transition) (*Record, error) {
+	to, err := Next(rec.State, on)
+	if err != nil {
+		return nil, err
+	}
+	t.ID, t.From, t.To = rec.ID, rec.State, to
+	return lc.Store.Transition(ctx, t)
+}
+
+// Decision is a person's decision on a queued call (PENDING_APPROVAL under a
+// queue's lease), recorded from any process.
+type Decision struct {
+	// On is OnDeny (the record becomes DENIED) or OnApproveLater (it stays
+	// PENDING_APPROVAL, approved, under Owner until Lease ends, for the
+	// next call with the key to consume).
+	On       Trigger
+	Approval *Approval
+	// Owner names the approved record's new owner (a queue's name, which no
+	// process holds); Lease is how long the approval stands.
+	Owner string
+	Lease time.Duration
+	// Reason is kept as the record's error message for a denial.
+	Reason string
+}
+
+// Decide records d on rec, which must still be in the state, under the
+// owner and fence, it was read with (else ErrLeaseLost or ErrStateChanged).
+func Decide(ctx context.Context, st Store, rec *Record, d Decision) (*Record, error) {
+	if d.On != OnDeny && d.On != OnApproveLater {
+		return nil, fmt.Errorf("%w: a decision is %s or %s, not %s", ErrIllegalTransition, OnDeny, OnApproveLater, d.On)
+	}
+	to, err := Next(rec.State, d.On)
+	if err != nil {
+		return nil, err
+	}
+	t := Transition{ID: rec.ID, From: rec.State, To: to, Owner: rec.Owner, Fence: rec.Fence, Approval: d.Approval}
+	if d.On == OnDeny {
+		t.ErrorKind, t.ErrorMessage = "denied", d.Reason
+	} else {
+		t.NewOwner, t.Lease = d.Owner, d.Lease
+	}
+	return st.Transition(ctx, t)
+}
+
+// Reconciliation is what someone found out about an UNKNOWN call.
+type Reconciliation struct {
+	// As is StateSucceeded or StateFailed.
+	As State
+	// Result is what every later repeat gets back.
+	Result json.RawMessage
+	// Kind and Message are kept on the record (KindReconciled when Kind
+	// is empty): who decided, when, and the note.
+	Kind    string
+	Message string
+	// Attempts adds the requests the reconciliation sent (a re-send), if
+	// any.
+	Attempts int
+}
+
+// KindReconciled is the error kind of a reconciled record.
+const KindReconciled = "reconciled"
+
+// Reconcile settles the UNKNOWN record id as r says (OnSucceeded or
+// OnFailed from UNKNOWN). A record that is no longer UNKNOWN fails with
+// ErrStateChanged and is left as it is.
+func Reconcile(ctx context.Context, st Store, id ID, r Reconciliation) (*Record, error) {
+	var on Trigger
+	switch r.As {
+	case StateSucceeded:
+		on = OnSucceeded
+	case StateFailed:
+		on = OnFailed
+	default:
+		return nil, fmt.Errorf("%w: reconcile as %s; want %s or %s", ErrIllegalTransition, r.As, StateSucceeded, StateFailed)
+	}
+	to, err := Next(StateUnknown, on)
+	if err != nil {
+		return nil, err
+	}
+	kind := r.Kind
+	if kind == "" {
+		kind = KindReconciled
+	}
+	return st.Transition(ctx, Transition{
+		ID: id, From: StateUnknown, To: to, Result: r.Result, AddAttempts: r.Attempts,
+		ErrorKind: kind, ErrorMessage: r.Message,
+	})
+}
