@@ -74,14 +74,7 @@ func TestKilledCallRerunKnowsAtOnce(t *testing.T) {
 	// The payments server saw its client go and its handler's context
 	// end before the commit: its transaction rolled back, and the guard
 	// recorded that nothing happened (RETRYABLE).
-	serverLedger := strings.TrimSuffix(e.payDB, ".db") + ".ledger.db"
-	waitFor(t, "the server's record of k-kill to leave PROCESSING", func() bool {
-		r, ok := tryRecord(serverLedger, "k-kill")
-		return ok && r.State != ledger.StateProcessing
-	})
-	if r, _ := tryRecord(serverLedger, "k-kill"); r.State != ledger.StateRetryable {
-		t.Fatalf("server record after the kill = %s (%s); want RETRYABLE", r.State, r.ErrorKind)
-	}
+	e.serverSettles("k-kill", ledger.StateRetryable)
 
 	start := time.Now()
 	again := e.call(nil, append([]string{"--yes", "--key", "k-kill"}, pay...)...)

@@ -59,14 +59,7 @@ func TestTruthTimeoutRolledBackRunsOnRerun(t *testing.T) {
 	if n := e.paymentsFor("to-1"); n != 0 {
 		t.Fatalf("payments for to-1 after the timeout = %d; want 0 (rolled back)", n)
 	}
-	serverLedger := strings.TrimSuffix(e.payDB, ".db") + ".ledger.db"
-	waitFor(t, "the server's record of to-1 to leave PROCESSING", func() bool {
-		r, ok := tryRecord(serverLedger, "to-1")
-		return ok && r.State != ledger.StateProcessing
-	})
-	if r, _ := tryRecord(serverLedger, "to-1"); r.State != ledger.StateRetryable {
-		t.Fatalf("server record = %s (%s); want RETRYABLE", r.State, r.ErrorKind)
-	}
+	e.serverSettles("to-1", ledger.StateRetryable)
 	again := e.run(nil, append([]string{"call", "--server", e.server, "--timeout", "30s", "--yes", "--key", "to-1"}, pay...)...)
 	again.wantExit(t, exitOK)
 	if n := e.paymentsFor("to-1"); n != 1 {
@@ -159,6 +152,20 @@ func tryRecord(path, key string) (*ledger.Record, bool) {
 	defer st.Close()
 	r, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: key})
 	return r, err == nil
+}
+
+// serverSettles waits for the payments server's own record of key to
+// leave PROCESSING, and fails the test unless it is then in want.
+func (e *e2e) serverSettles(key string, want ledger.State) {
+	e.t.Helper()
+	serverLedger := strings.TrimSuffix(e.payDB, ".db") + ".ledger.db"
+	waitFor(e.t, "the server's record of "+key+" to leave PROCESSING", func() bool {
+		r, ok := tryRecord(serverLedger, key)
+		return ok && r.State != ledger.StateProcessing
+	})
+	if r, _ := tryRecord(serverLedger, key); r.State != want {
+		e.t.Fatalf("the server's record of %s = %s (%s); want %s", key, r.State, r.ErrorKind, want)
+	}
 }
 
 // waitFor polls cond, a state another process changes, until it holds; a
