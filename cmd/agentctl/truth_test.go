@@ -210,3 +210,57 @@ func TestTruthTrustedReadsReadAgain(t *testing.T) {
 		t.Errorf("the second read says %q; want a fresh read", again.stderr)
 	}
 }
+
+// The disk under the caller's ledger fills up after the upstream paid:
+// the answer cannot be recorded, so the outcome is UNKNOWN (exit 4), never
+// "failed". A small tmpfs stands for the disk (as root; skipped otherwise).
+func TestTruthDiskFullAfterPaymentIsUnknown(t *testing.T) {
+	e := newE2E(t)
+	fs := filepath.Join(t.TempDir(), "fs")
+	if err := os.Mkdir(fs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs as a disk that fills up")
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", fs).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", fs).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", fs, err, out)
+		}
+	})
+	e.env = append(e.env, "MCPLEDGER_LEDGER="+filepath.Join(fs, "ledger.db"))
+	slow := e.server + " -fault handler-committed=sleep:3s"
+	done := make(chan outcome, 1)
+	go func() {
+		done <- e.runQuiet(append([]string{"call", "--server", slow, "--yes", "--key", "full-1"}, pay...)...)
+	}()
+	waitFor(t, "the payment of full-1", func() bool { return e.paymentsFor("full-1") == 1 })
+	fill(t, filepath.Join(fs, "fill"))
+	got := <-done
+	got.wantExit(t, exitUnknown, "unknown")
+	if n := e.paymentsFor("full-1"); n != 1 {
+		t.Errorf("payments for full-1 = %d; want 1", n)
+	}
+}
+
+// fill writes path until the file system has no space left.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !strings.Contains(err.Error(), "no space left") {
+				t.Fatalf("filling %s: %v", path, err)
+			}
+			return
+		}
+	}
+}
