@@ -402,15 +402,16 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
 			break
 		}
-		why := ""
-		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != nil && !errors.Is(ce.Err, client.ErrOutcomeUnknown) || !ok {
-			why = " (" + ledger.OneLine(errors.Unwrap(err).Error(), 200) + ")"
-		} else if ok {
-			if cause := errors.Unwrap(ce.Err); cause != nil {
-				why = " (" + ledger.OneLine(cause.Error(), 200) + ")"
-			}
+		// What made it unknown, in the client's words after its sentinel.
+		why := err.Error()
+		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != nil {
+			why = ce.Err.Error()
 		}
-		e.err = fmt.Errorf("the outcome of %s%s is unknown%s: check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, why, orDash(key))
+		why = strings.TrimPrefix(strings.TrimPrefix(why, client.ErrOutcomeUnknown.Error()), ": ")
+		if why != "" {
+			why = " (" + ledger.OneLine(why, 200) + ")"
+		}
+		e.err = fmt.Errorf("the outcome of %s%s is unknown%s: run the same command again (a key-aware server answers with what happened, and runs it only if it did not), or check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, why, orDash(key))
 	case reasonTimeout:
 		e.err = fmt.Errorf("%s%s gave up after --timeout %s before the request was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
 	case reasonInterrupted:
