@@ -190,7 +190,7 @@ func (l *ledgerPart) claim(b *testing.B, ctx context.Context, i int) ledger.ID {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id := ledger.ID{Tenant: "default", Tool: "write", Key: fmt.Sprintf("k%d", i)}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: fmt.Sprintf("k%d", i)}
 	if _, err := l.st.Claim(ctx, ledger.ClaimRequest{
 		ID: id, Session: "s-0123456789abcdef", Fingerprint: fp, Arguments: args,
 		Owner: l.owner, Lease: ledger.DefaultLease, Retention: 24 * time.Hour,

@@ -83,7 +83,7 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	if op.fp, err = ledger.Fingerprint(args, c.opts.Tools.For(p.Name).Exclude...); err != nil {
 		return nil, err
 	}
-	op.id = ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name}
+	op.id = ledger.ID{Tenant: c.opts.Tenant, Layer: c.opts.Layer, Tool: p.Name}
 	if err := ledger.ValidateTenant(op.id.Tenant); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (c *Client) call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 		op.id.Key = key
 	default:
 		v, err := c.guard.Check(ctx, planner.Query{
-			Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: p.Name, Fingerprint: op.fp,
+			Tenant: c.opts.Tenant, Layer: c.opts.Layer, Session: c.opts.Session, Tool: p.Name, Fingerprint: op.fp,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("client: re-planning guard: %w", err)
@@ -140,7 +140,7 @@ func (c *Client) fastReplay(ctx context.Context, op *operation) (*Outcome, error
 // newKey mints a key for an operation that matches nothing earlier.
 var newKey = op.Fresh
 
-// shared runs op once per (tenant, tool, key) in this process; concurrent
+// shared runs op once per (tenant, layer, tool, key) in this process; concurrent
 // callers of the same key wait for and share that one execution.
 func (c *Client) shared(ctx context.Context, op *operation) (*Outcome, error) {
 	fk := op.id.Tenant + "\x00" + op.id.Tool + "\x00" + op.id.Key

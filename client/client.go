@@ -36,6 +36,10 @@ const (
 type Options struct {
 	// Tenant scopes every record (default "default").
 	Tenant string
+	// Layer names whose records these are (default ledger.LayerClient):
+	// a proxy's client keeps ledger.LayerProxy, so an agent, a proxy and
+	// a server guard that share one ledger each keep their own.
+	Layer string
 	// Session is the agent session the re-planning guard and "approve for
 	// this session" are scoped to (default: a random id per Client).
 	Session string
@@ -162,6 +166,9 @@ func newClient(store ledger.Store, opts *Options) *Client {
 	if o.Tenant == "" {
 		o.Tenant = "default"
 	}
+	if o.Layer == "" {
+		o.Layer = ledger.LayerClient
+	}
 	if o.Session == "" {
 		o.Session = "s-" + randomHex(8)
 	}
@@ -243,7 +250,7 @@ func (c *Client) Repeatable(ctx context.Context, fn func(ctx context.Context, s 
 // the re-planning guard does. Mount it in-process over
 // mcp.NewInMemoryTransports or serve it to the model's host.
 func (c *Client) LedgerServer() *mcp.Server {
-	return planner.NewServerWith(c.store, c.opts.Tenant, c.opts.Session, planner.ToolsOptions{Exclude: c.exclusions()})
+	return planner.NewServerWith(c.store, c.opts.Tenant, c.opts.Session, planner.ToolsOptions{Exclude: c.exclusions(), Layer: c.opts.Layer})
 }
 
 // Close closes the current session and writes the call events still

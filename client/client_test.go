@@ -347,7 +347,7 @@ func TestCancelDuringBackoffReturnsAtOnce(t *testing.T) {
 	// The execution records its outcome after the caller has gone.
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
-	if r, err := st.Wait(wctx, ledger.ID{Tenant: "default", Tool: "write", Key: "backoff"}); err != nil || r.State != ledger.StateRetryable {
+	if r, err := st.Wait(wctx, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "backoff"}); err != nil || r.State != ledger.StateRetryable {
 		t.Fatalf("Wait = %v, %v; want RETRYABLE (never executed)", r, err)
 	}
 	if got := srv.TotalExecutions(); got != 0 {

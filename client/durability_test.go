@@ -56,7 +56,7 @@ func TestWriteBehindOutcome(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer other.Close()
-			rec, err := other.Get(ctx, ledger.ID{Tenant: "default", Tool: "write", Key: "wb"})
+			rec, err := other.Get(ctx, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "wb"})
 			if err != nil || rec.State != ledger.StateSucceeded || len(rec.Result) == 0 {
 				t.Fatalf("other store Get(wb) = %v, %v; want SUCCEEDED with its result", rec, err)
 			}

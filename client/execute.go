@@ -119,7 +119,7 @@ func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (co
 		return confirm.Answer{}, confirm.ErrNoConfirmer
 	}
 	earlier, err := c.store.FindRecent(ctx, ledger.RecentQuery{
-		Tenant: op.id.Tenant, Session: c.opts.Session, Tool: op.name, Fingerprint: op.fp,
+		Tenant: op.id.Tenant, Layer: op.id.Layer, Session: c.opts.Session, Tool: op.name, Fingerprint: op.fp,
 		Since: c.opts.Now().Add(-24 * time.Hour),
 	})
 	if err != nil {
@@ -146,7 +146,7 @@ func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (co
 // session" earlier; the decision lives in the ledger so it holds across
 // processes that share the session id.
 func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, error) {
-	f := ledger.Filter{Tenant: op.id.Tenant, Session: c.opts.Session, Tool: op.name, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: op.id.Tenant, Layer: op.id.Layer, Session: c.opts.Session, Tool: op.name, Limit: ledger.MaxPageSize}
 	for {
 		page, err := c.store.List(ctx, f)
 		if err != nil {

@@ -90,7 +90,7 @@ func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
 	now := time.Now()
 	for i := range 3 * finalsBudget / recordOverhead {
 		f.put(&ledger.Record{
-			ID:        ledger.ID{Tenant: "t", Tool: "write", Key: fmt.Sprintf("k%d", i)},
+			ID:        ledger.ID{Layer: ledger.LayerClient, Tenant: "t", Tool: "write", Key: fmt.Sprintf("k%d", i)},
 			State:     ledger.StateSucceeded,
 			Result:    json.RawMessage(`{"content":[]}`),
 			ExpiresAt: now.Add(time.Hour),
@@ -109,7 +109,7 @@ func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
 	if sum != f.bytes {
 		t.Fatalf("bytes = %d; the remembered records take %d", f.bytes, sum)
 	}
-	last := ledger.ID{Tenant: "t", Tool: "write", Key: fmt.Sprintf("k%d", 3*finalsBudget/recordOverhead-1)}
+	last := ledger.ID{Layer: ledger.LayerClient, Tenant: "t", Tool: "write", Key: fmt.Sprintf("k%d", 3*finalsBudget/recordOverhead-1)}
 	if _, ok := f.get(last, now); !ok {
 		t.Fatal("the record put last is not remembered")
 	}

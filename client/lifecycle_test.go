@@ -127,7 +127,7 @@ func TestDeadOwnerMidCallIsUnknownAtOnce(t *testing.T) {
 	ctx := context.Background()
 	args, _ := ledger.Fingerprint([]byte(`{"amount":1,"id":"a"}`))
 	cl, err := f.store.Claim(ctx, ledger.ClaimRequest{
-		ID: ledger.ID{Tenant: "default", Tool: "write", Key: "order-11"}, Fingerprint: args,
+		ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "order-11"}, Fingerprint: args,
 		Owner: deadOwner(t), Lease: time.Hour,
 	})
 	if err != nil || !cl.Won {
@@ -152,7 +152,7 @@ func TestDeadPromptIsRejectedAndRunsAgain(t *testing.T) {
 	ctx := context.Background()
 	args, _ := ledger.Fingerprint([]byte(`{"amount":1,"id":"a"}`))
 	cl, err := f.store.Claim(ctx, ledger.ClaimRequest{
-		ID: ledger.ID{Tenant: "default", Tool: "write", Key: "order-12"}, Fingerprint: args,
+		ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "order-12"}, Fingerprint: args,
 		Owner: deadOwner(t), Lease: time.Hour, NeedsApproval: true,
 	})
 	if err != nil || !cl.Won {

@@ -83,7 +83,7 @@ func write(id string, amount float64) *mcp.CallToolParams {
 
 func record(t *testing.T, st ledger.Store, tool, key string) *ledger.Record {
 	t.Helper()
-	r, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: tool, Key: key})
+	r, err := st.Get(context.Background(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: tool, Key: key})
 	if err != nil {
 		t.Fatalf("Get(%q) = %v", key, err)
 	}
@@ -96,7 +96,7 @@ func settled(t *testing.T, st ledger.Store, tool, key string) *ledger.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := st.Wait(ctx, ledger.ID{Tenant: "default", Tool: tool, Key: key})
+	r, err := st.Wait(ctx, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: tool, Key: key})
 	if err != nil {
 		t.Fatalf("Wait(%q) = %v, %v", key, r, err)
 	}

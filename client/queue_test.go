@@ -126,7 +126,7 @@ func (f *queueFixture) queued(t *testing.T, ctx context.Context, p *mcp.CallTool
 func (f *queueFixture) decide(t *testing.T, key string, d client.Decision) *ledger.Record {
 	t.Helper()
 	d.Now = f.clock.Now
-	r, err := client.Decide(context.Background(), f.approver, ledger.ID{Tenant: "default", Tool: "write", Key: key}, d)
+	r, err := client.Decide(context.Background(), f.approver, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: key}, d)
 	if err != nil {
 		t.Fatalf("Decide(%s) = %v", key, err)
 	}
@@ -144,7 +144,7 @@ func TestQueuedApprovalRunsOnceForConcurrentCallers(t *testing.T) {
 		f := newQueueFixture(t, lp, &client.Options{Policy: queueWrite()})
 		ctx := client.WithKey(context.Background(), "order-1")
 		ce := f.queued(t, ctx, write("a", 12))
-		rec, err := f.approver.Get(ctx, ledger.ID{Tenant: "default", Tool: "write", Key: ce.Key})
+		rec, err := f.approver.Get(ctx, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: ce.Key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestQueuedDenial(t *testing.T) {
 		f := newQueueFixture(t, lp, &client.Options{Policy: queueWrite()})
 		ctx := client.WithKey(context.Background(), "order-2")
 		ce := f.queued(t, ctx, write("a", 1))
-		if _, err := client.Decide(ctx, f.approver, ledger.ID{Tenant: "default", Tool: "write", Key: ce.Key}, client.Decision{By: "bob"}); err == nil {
+		if _, err := client.Decide(ctx, f.approver, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: ce.Key}, client.Decision{By: "bob"}); err == nil {
 			t.Fatalf("Decide(deny without a reason) = nil; want an error")
 		}
 		r := f.decide(t, ce.Key, client.Decision{By: "bob", Reason: "not this month"})
@@ -258,7 +258,7 @@ func TestQueuedApprovalIsBound(t *testing.T) {
 		f := newQueueFixture(t, lp, &client.Options{Policy: queueWrite(distinct)})
 		ctx := client.WithKey(context.Background(), "order-5")
 		ce := f.queued(t, ctx, write("a", 1))
-		id := ledger.ID{Tenant: "default", Tool: "write", Key: ce.Key}
+		id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: ce.Key}
 		if _, err := client.Decide(ctx, f.approver, id, client.Decision{Approve: true, By: "alice", DistinctApprover: true}); !errors.Is(err, client.ErrSameApprover) {
 			t.Fatalf("Decide by the requester = %v; want ErrSameApprover", err)
 		}
@@ -282,7 +282,7 @@ func TestQueuedApprovalIsBound(t *testing.T) {
 		ctx := client.WithKey(context.Background(), "order-6")
 		ce := f.queued(t, ctx, write("a", 1))
 		f.clock.Advance(time.Hour)
-		if _, err := client.Decide(ctx, f.approver, ledger.ID{Tenant: "default", Tool: "write", Key: ce.Key}, client.Decision{Approve: true, By: "bob", Now: f.clock.Now}); !errors.Is(err, client.ErrNotQueued) {
+		if _, err := client.Decide(ctx, f.approver, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: ce.Key}, client.Decision{Approve: true, By: "bob", Now: f.clock.Now}); !errors.Is(err, client.ErrNotQueued) {
 			t.Fatalf("Decide after expiry = %v; want ErrNotQueued", err)
 		}
 		if n, err := f.approver.ExpireLeases(ctx); err != nil || n != 1 {

@@ -21,7 +21,7 @@ func strand(t *testing.T, st ledger.Store, key string, lease time.Duration) ledg
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := ledger.ID{Tenant: "default", Tool: "write", Key: key}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: key}
 	cl, err := st.Claim(context.Background(), ledger.ClaimRequest{ID: id, Fingerprint: fp, Owner: "crashed-process", Lease: lease})
 	if err != nil {
 		t.Fatalf("Claim = %v", err)

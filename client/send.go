@@ -316,7 +316,7 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	for k, v := range p.Meta {
 		meta[k] = v
 	}
-	meta[wire.MetaKey] = wireKey(s, ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name, Key: key})
+	meta[wire.MetaKey] = wireKey(s, ledger.ID{Tenant: c.opts.Tenant, Layer: c.opts.Layer, Tool: p.Name, Key: key})
 	telemetry.Inject(ctx, meta)
 	cp := &mcp.CallToolParams{Meta: meta, Name: p.Name, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	res, err := s.CallTool(ctx, cp)
@@ -326,7 +326,7 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	if res.NeedsInput() {
 		return &Outcome{Result: res, Key: key, Attempts: 1}, nil
 	}
-	id := ledger.ID{Tenant: c.opts.Tenant, Tool: p.Name, Key: key}
+	id := ledger.ID{Tenant: c.opts.Tenant, Layer: c.opts.Layer, Tool: p.Name, Key: key}
 	rec, err := c.store.Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("client: the operation of this continuation: %w", err)

@@ -110,7 +110,7 @@ func TestUnboundSessionApprovalStandsForNothing(t *testing.T) {
 	f := newQueueFixture(t, ledgers[0], &client.Options{Policy: askWrite(), Session: "s1", Confirmer: person})
 	st := f.caller
 	ctx := context.Background()
-	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: ledger.ID{Tenant: "default", Tool: "write", Key: "old"}, Session: "s1",
+	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "old"}, Session: "s1",
 		Fingerprint: "fp-old", Owner: "old#1@host", Lease: time.Minute})
 	if err != nil || !cl.Won {
 		t.Fatalf("Claim = %+v, %v", cl, err)

@@ -137,12 +137,12 @@ func (w *world) look(ctx context.Context, journalPath string, keys []string) (ma
 			return nil, fmt.Errorf("downstream of %s: %w", v.key, err)
 		}
 		for _, l := range []struct {
-			st          ledger.Store
-			tenant, key string
-			rec         **ledger.Record
-		}{{w.agentStore, agentTenant, v.key, &v.agent}, {w.proxyStore, proxyTenant, proxyKey(v.key), &v.proxy},
-			{w.serverStore, server.DefaultTenant, serverKey(v.key), &v.server}} {
-			r, err := l.st.Get(ctx, ledger.ID{Tenant: l.tenant, Tool: "create_payment", Key: l.key})
+			st                 ledger.Store
+			tenant, layer, key string
+			rec                **ledger.Record
+		}{{w.agentStore, agentTenant, ledger.LayerClient, v.key, &v.agent}, {w.proxyStore, proxyTenant, ledger.LayerProxy, proxyKey(v.key), &v.proxy},
+			{w.serverStore, server.DefaultTenant, ledger.LayerServer, serverKey(v.key), &v.server}} {
+			r, err := l.st.Get(ctx, ledger.ID{Tenant: l.tenant, Layer: l.layer, Tool: "create_payment", Key: l.key})
 			if errors.Is(err, ledger.ErrNotFound) {
 				continue
 			}

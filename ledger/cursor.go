@@ -30,11 +30,12 @@ type Cursor struct {
 	CreatedAt time.Time `json:"c"`
 	Tool      string    `json:"t"`
 	Key       string    `json:"k"`
+	Layer     string    `json:"l,omitempty"`
 }
 
 // EncodeCursor returns the opaque cursor that follows r.
 func EncodeCursor(r *Record) string {
-	b, err := json.Marshal(Cursor{CreatedAt: r.CreatedAt.UTC(), Tool: r.Tool, Key: r.Key})
+	b, err := json.Marshal(Cursor{CreatedAt: r.CreatedAt.UTC(), Tool: r.Tool, Key: r.Key, Layer: r.Layer})
 	if err != nil {
 		return ""
 	}

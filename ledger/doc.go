@@ -3,14 +3,16 @@
 // the argument fingerprint, redaction of stored arguments, and the Store
 // contract that every storage backend implements.
 //
-// An operation is identified by (tenant, tool, key). The first caller to
+// An operation is identified by (tenant, layer, tool, key); the layer says
+// whose record it is (a client, a proxy, a server guard), so all three can
+// share one ledger, each with its own record of a key. The first caller to
 // Claim an identity executes the call; every later caller is a follower and
 // gets the first execution's record instead of a second run:
 //
 //	st, _ := sqlite.Open(ctx, "ledger.db", nil)
 //	fp, _ := ledger.Fingerprint(args)
 //	c, err := st.Claim(ctx, ledger.ClaimRequest{
-//		ID:          ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "order-42"},
+//		ID:          ledger.ID{Tenant: "acme", Layer: ledger.LayerClient, Tool: "create_payment", Key: "order-42"},
 //		Fingerprint: fp,
 //		Owner:       "worker-1",
 //	})

@@ -17,6 +17,8 @@ var (
 	ErrInvalidKey = errors.New("ledger: invalid idempotency key")
 	// ErrInvalidTenant: the tenant breaks the same rules as keys.
 	ErrInvalidTenant = errors.New("ledger: invalid tenant")
+	// ErrInvalidLayer: the layer breaks the same rules as keys.
+	ErrInvalidLayer = errors.New("ledger: invalid layer")
 	// ErrIllegalTransition: the state machine has no such edge.
 	ErrIllegalTransition = errors.New("ledger: illegal state transition")
 	// ErrStateChanged: the record is no longer in the state the caller

@@ -18,6 +18,33 @@ func ValidateKey(key string) error {
 	return validateName(key, "key", ErrInvalidKey)
 }
 
+// The layers of the adapters: whose record a record is. A ledger used by
+// one layer alone may leave the layer empty.
+const (
+	// LayerClient: an agent's client (the go-sdk and mcp-go wrappers,
+	// agentctl call).
+	LayerClient = "client"
+	// LayerProxy: agentctl proxy, in front of an MCP server.
+	LayerProxy = "proxy"
+	// LayerServer: a server guard, behind the tools it protects.
+	LayerServer = "server"
+)
+
+// MaxLayerLen is the longest layer name in bytes.
+const MaxLayerLen = 64
+
+// ValidateLayer applies the key rules to a layer name, which may be empty
+// and is at most MaxLayerLen bytes.
+func ValidateLayer(layer string) error {
+	if layer == "" {
+		return nil
+	}
+	if len(layer) > MaxLayerLen {
+		return fmt.Errorf("%w: layer is %d bytes; the limit is %d", ErrInvalidLayer, len(layer), MaxLayerLen)
+	}
+	return validateName(layer, "layer", ErrInvalidLayer)
+}
+
 // ValidateTenant applies the key rules to a tenant name.
 func ValidateTenant(tenant string) error {
 	return validateName(tenant, "tenant", ErrInvalidTenant)

@@ -10,13 +10,21 @@ import (
 // unique constraint.
 type ID struct {
 	Tenant string `json:"tenant"`
-	Tool   string `json:"tool"`
-	Key    string `json:"key"`
+	// Layer says whose record it is (LayerClient, LayerProxy,
+	// LayerServer): a client, a proxy and a server guard that share one
+	// ledger each keep their own record of one key.
+	Layer string `json:"layer"`
+	Tool  string `json:"tool"`
+	Key   string `json:"key"`
 }
 
-// Validate checks the tenant and key rules and that a tool is named.
+// Validate checks the tenant, layer and key rules and that a tool is
+// named.
 func (id ID) Validate() error {
 	if err := ValidateTenant(id.Tenant); err != nil {
+		return err
+	}
+	if err := ValidateLayer(id.Layer); err != nil {
 		return err
 	}
 	if id.Tool == "" {

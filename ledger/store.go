@@ -9,7 +9,8 @@ import (
 // Store keeps records. Every implementation passes ledgertest.Run.
 //
 // All reads and writes are scoped by tenant: no method returns a record of a
-// tenant other than the one it was asked about. Every time a Store writes or
+// tenant other than the one it was asked about. Records of one tenant,
+// tool and key in different layers are different records (ID.Layer). Every time a Store writes or
 // compares (leases, retention, created/updated) comes from its own clock, so
 // tests can inject one.
 type Store interface {
@@ -59,13 +60,13 @@ type Store interface {
 	// Get returns the record or ErrNotFound.
 	Get(ctx context.Context, id ID) (*Record, error)
 
-	// FindRecent returns the records of (tenant, session, tool, fingerprint)
-	// created at or after q.Since, newest first.
+	// FindRecent returns the records of (tenant, layer, session, tool,
+	// fingerprint) created at or after q.Since, newest first.
 	FindRecent(ctx context.Context, q RecentQuery) ([]*Record, error)
 
 	// List returns one page of a tenant's records, newest first, with a
 	// cursor for the next page ("" when there is none). The order is stable:
-	// (CreatedAt, Tool, Key) descending.
+	// (CreatedAt, Tool, Key, Layer) descending.
 	List(ctx context.Context, f Filter) (Page, error)
 
 	// Wait blocks until the record is no longer leased (PROCESSING or
@@ -150,6 +151,7 @@ type Transition struct {
 // RecentQuery selects the records a re-planned call may duplicate.
 type RecentQuery struct {
 	Tenant      string
+	Layer       string // exactly this layer, the empty one included
 	Session     string
 	Tool        string
 	Fingerprint string
@@ -160,6 +162,7 @@ type RecentQuery struct {
 // everything.
 type Filter struct {
 	Tenant  string
+	Layer   string
 	Session string
 	Tool    string
 	State   State

@@ -79,7 +79,7 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 	if k.fp, err = ledger.Fingerprint(args, k.settings.Exclude...); err != nil {
 		return nil, err
 	}
-	k.id = ledger.ID{Tenant: c.opts.Tenant, Tool: name}
+	k.id = ledger.ID{Tenant: c.opts.Tenant, Layer: c.opts.Layer, Tool: name}
 	if err := ledger.ValidateTenant(k.id.Tenant); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 	}
 	k.id.Key = key
 	if !chosen {
-		v, err := c.guard.Check(ctx, planner.Query{Tenant: c.opts.Tenant, Session: c.opts.Session, Tool: name, Fingerprint: k.fp})
+		v, err := c.guard.Check(ctx, planner.Query{Tenant: c.opts.Tenant, Layer: c.opts.Layer, Session: c.opts.Session, Tool: name, Fingerprint: k.fp})
 		if err != nil {
 			return nil, fmt.Errorf("mcpgo: re-planning guard: %w", err)
 		}
@@ -116,7 +116,7 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 // fenced lease; every other caller follows the record and is answered by
 // the table's action for it.
 func (c *Client) claim(ctx context.Context, k *call) (*Outcome, error) {
-	red, err := ledger.Redact(k.args)
+	red, err := k.settings.Redact.Redact(k.args)
 	if err != nil {
 		return nil, err
 	}

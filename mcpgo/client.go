@@ -24,6 +24,9 @@ import (
 type ClientOptions struct {
 	// Tenant scopes every record (default "default").
 	Tenant string
+	// Layer names whose records these are (default ledger.LayerClient;
+	// see client.Options.Layer).
+	Layer string
 	// Session is the agent session the re-planning guard is scoped to
 	// (default: a random id per Client).
 	Session string
@@ -159,6 +162,9 @@ func newClient(store ledger.Store, opts *ClientOptions) *Client {
 	}
 	if o.Tenant == "" {
 		o.Tenant = "default"
+	}
+	if o.Layer == "" {
+		o.Layer = ledger.LayerClient
 	}
 	if o.Session == "" {
 		o.Session = "s-" + randomHex(8)

@@ -77,7 +77,7 @@ func TestConfirmation(t *testing.T) {
 		if !errors.Is(err, lclient.ErrRejected) || !errors.Is(err, confirm.ErrNoConfirmer) {
 			t.Fatalf("Call = %v; want client.ErrRejected with confirm.ErrNoConfirmer", err)
 		}
-		rec, err := store.Get(t.Context(), ledger.ID{Tenant: "default", Tool: "delete_order", Key: "del-1"})
+		rec, err := store.Get(t.Context(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "delete_order", Key: "del-1"})
 		if err != nil || rec.State != ledger.StateRejected {
 			t.Errorf("record = %v, %v; want REJECTED", rec, err)
 		}

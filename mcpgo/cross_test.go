@@ -191,7 +191,7 @@ func TestUnknownIsResentOnlyToAKeyAwareServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl, err := store.Claim(t.Context(), ledger.ClaimRequest{
-				ID: ledger.ID{Tenant: "default", Tool: orders.Tool, Key: "order-dead"}, Session: "s-dead",
+				ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: orders.Tool, Key: "order-dead"}, Session: "s-dead",
 				Fingerprint: fp, Arguments: raw, Owner: deadOwner(t), Lease: time.Hour,
 			})
 			if err != nil || !cl.Won {

@@ -28,6 +28,9 @@ type ServerOptions struct {
 	// error is returned to the client and nothing is stored. Nil means
 	// "default" for every call.
 	Tenant func(ctx context.Context, req mcp.CallToolRequest) (string, error)
+	// Layer names whose records the guard keeps (default
+	// ledger.LayerServer; see server.Options.Layer).
+	Layer string
 	// Tools holds per-tool settings: ReadOnly tools need no key; Retention,
 	// Reuse, Exclude and Compact apply as on the go-sdk server.
 	Tools ledger.Tools
@@ -52,7 +55,7 @@ type ServerOptions struct {
 }
 
 // Guard is server-side idempotency for one mcp-go server: its middleware
-// runs each guarded tools/call once per (tenant, tool, key), on the same
+// runs each guarded tools/call once per (tenant, layer, tool, key), on the same
 // lifecycle and wire conventions as package server for go-sdk, and replays
 // the stored outcome to every duplicate. It is safe for concurrent use.
 type Guard struct {
@@ -85,6 +88,9 @@ func NewGuard(store ledger.Store, opts *ServerOptions) *Guard {
 	}
 	if o.Owner == "" {
 		o.Owner = ledger.NewOwner("mcpgo-server-" + randomHex(4))
+	}
+	if o.Layer == "" {
+		o.Layer = ledger.LayerServer
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -236,7 +242,7 @@ func (g *Guard) prepare(ctx context.Context, req mcp.CallToolRequest) (*gcall, e
 	if err != nil {
 		return nil, op.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
-	red, err := ledger.Redact(raw)
+	red, err := set.Redact.Redact(raw)
 	if err != nil {
 		return nil, op.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
@@ -244,7 +250,7 @@ func (g *Guard) prepare(ctx context.Context, req mcp.CallToolRequest) (*gcall, e
 	if retention <= 0 {
 		retention = g.opts.Retention
 	}
-	id := ledger.ID{Tenant: tenant, Tool: p.Name, Key: key}
+	id := ledger.ID{Tenant: tenant, Layer: g.opts.Layer, Tool: p.Name, Key: key}
 	c := &gcall{id: id, settings: set, fence: fence, claim: ledger.ClaimRequest{
 		ID: id, Fingerprint: fp, Arguments: red, Retention: retention, ReusePolicy: set.Reuse,
 	}}

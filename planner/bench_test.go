@@ -19,7 +19,7 @@ func BenchmarkGuardCheck(b *testing.B) {
 			st := openStore(b, c)
 			ctx := context.Background()
 			for i := range 1000 {
-				id := ledger.ID{Tenant: "acme", Tool: "create_order", Key: fmt.Sprintf("k-%d", i)}
+				id := ledger.ID{Layer: ledger.LayerClient, Tenant: "acme", Tool: "create_order", Key: fmt.Sprintf("k-%d", i)}
 				if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "s1", Fingerprint: fmt.Sprintf("fp-%d", i), Owner: "o"}); err != nil {
 					b.Fatal(err)
 				}
@@ -30,7 +30,7 @@ func BenchmarkGuardCheck(b *testing.B) {
 			}
 			c.Advance(time.Minute)
 			g := &planner.Guard{Store: st, Now: c.Now}
-			q := planner.Query{Tenant: "acme", Session: "s1", Tool: "create_order", Fingerprint: fp}
+			q := planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "s1", Tool: "create_order", Fingerprint: fp}
 			b.ReportAllocs()
 			for b.Loop() {
 				v, err := g.Check(ctx, q)

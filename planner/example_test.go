@@ -32,7 +32,7 @@ func Example() {
 	defer st.Close()
 
 	// An earlier call of this session, as the client records it.
-	id := ledger.ID{Tenant: "acme", Tool: "create_order", Key: "order-42"}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "acme", Tool: "create_order", Key: "order-42"}
 	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "chat-1", Fingerprint: "f1", Owner: "agent"})
 	if err != nil {
 		log.Fatal(err)
@@ -85,14 +85,14 @@ func ExampleGuard_Check() {
 	defer st.Close()
 
 	first, _ := ledger.Fingerprint(json.RawMessage(`{"to":"bob","subject":"Invoice"}`))
-	id := ledger.ID{Tenant: "acme", Tool: "send_mail", Key: "mail-7"}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "acme", Tool: "send_mail", Key: "mail-7"}
 	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "chat-1", Fingerprint: first, Owner: "agent"}); err != nil {
 		log.Fatal(err)
 	}
 
 	again, _ := ledger.Fingerprint(json.RawMessage(`{"subject": "Invoice", "to": "bob"}`))
 	g := &planner.Guard{Store: st, Now: clock}
-	v, err := g.Check(ctx, planner.Query{Tenant: "acme", Session: "chat-1", Tool: "send_mail", Fingerprint: again})
+	v, err := g.Check(ctx, planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "chat-1", Tool: "send_mail", Fingerprint: again})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -45,6 +45,7 @@ func (d Decision) String() string {
 // Query names a call that came without an explicit key.
 type Query struct {
 	Tenant      string
+	Layer       string // the caller's layer (ledger.LayerClient, ...)
 	Session     string
 	Tool        string
 	Fingerprint string
@@ -116,6 +117,7 @@ func (g *Guard) Check(ctx context.Context, q Query) (Verdict, error) {
 	now := g.now()
 	recs, err := g.Store.FindRecent(ctx, ledger.RecentQuery{
 		Tenant:      q.Tenant,
+		Layer:       q.Layer,
 		Session:     q.Session,
 		Tool:        q.Tool,
 		Fingerprint: q.Fingerprint,
@@ -127,7 +129,7 @@ func (g *Guard) Check(ctx context.Context, q Query) (Verdict, error) {
 	for _, r := range recs {
 		// The Store promises this; checking again keeps a faulty Store
 		// from handing one tenant's or session's result to another.
-		if r.Tenant != q.Tenant || r.Session != q.Session || r.Tool != q.Tool || r.Fingerprint != q.Fingerprint {
+		if r.Tenant != q.Tenant || r.Layer != q.Layer || r.Session != q.Session || r.Tool != q.Tool || r.Fingerprint != q.Fingerprint {
 			continue
 		}
 		if !r.Tombstone && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {

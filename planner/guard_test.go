@@ -13,7 +13,7 @@ import (
 const orderArgs = `{"sku":"A-1","qty":2}`
 
 func query(t *testing.T, tool, args string) planner.Query {
-	return planner.Query{Tenant: "acme", Session: "s1", Tool: tool, Fingerprint: fingerprint(t, args)}
+	return planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "s1", Tool: tool, Fingerprint: fingerprint(t, args)}
 }
 
 func TestGuardDecisions(t *testing.T) {
@@ -65,9 +65,9 @@ func TestGuardNoMatch(t *testing.T) {
 	}{
 		{name: "other arguments", q: query(t, "create_order", `{"sku":"A-1","qty":3}`)},
 		{name: "other tool", q: query(t, "create_orders", orderArgs)},
-		{name: "other session", q: planner.Query{Tenant: "acme", Session: "s2", Tool: "create_order", Fingerprint: fingerprint(t, orderArgs)}},
-		{name: "no session", q: planner.Query{Tenant: "acme", Tool: "create_order", Fingerprint: fingerprint(t, orderArgs)}},
-		{name: "other tenant", q: planner.Query{Tenant: "globex", Session: "s1", Tool: "create_order", Fingerprint: fingerprint(t, orderArgs)}},
+		{name: "other session", q: planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "s2", Tool: "create_order", Fingerprint: fingerprint(t, orderArgs)}},
+		{name: "no session", q: planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Tool: "create_order", Fingerprint: fingerprint(t, orderArgs)}},
+		{name: "other tenant", q: planner.Query{Layer: ledger.LayerClient, Tenant: "globex", Session: "s1", Tool: "create_order", Fingerprint: fingerprint(t, orderArgs)}},
 	}
 	g := &planner.Guard{Store: st, Now: c.Now}
 	for _, tc := range cases {
@@ -171,7 +171,7 @@ func TestGuardRetention(t *testing.T) {
 		st := openStore(t, c)
 		fp := fingerprint(t, orderArgs)
 		tomb := &ledger.Record{
-			ID:      ledger.ID{Tenant: "acme", Tool: "pay", Key: "k"},
+			ID:      ledger.ID{Layer: ledger.LayerClient, Tenant: "acme", Tool: "pay", Key: "k"},
 			Session: "s1", Fingerprint: fp, State: ledger.StateSucceeded, Tombstone: true,
 			CreatedAt: c.Now().Add(-time.Minute), ExpiresAt: c.Now().Add(-time.Second),
 		}
@@ -208,7 +208,7 @@ func TestGuardIgnoresForeignRecords(t *testing.T) {
 	fp := fingerprint(t, orderArgs)
 	rec := func(tenant, session, tool, fp string) *ledger.Record {
 		return &ledger.Record{
-			ID: ledger.ID{Tenant: tenant, Tool: tool, Key: "k"}, Session: session, Fingerprint: fp,
+			ID: ledger.ID{Layer: ledger.LayerClient, Tenant: tenant, Tool: tool, Key: "k"}, Session: session, Fingerprint: fp,
 			State: ledger.StateSucceeded, CreatedAt: c.Now(), ExpiresAt: c.Now().Add(time.Hour),
 		}
 	}
@@ -234,9 +234,9 @@ func TestGuardErrors(t *testing.T) {
 		q    planner.Query
 	}{
 		{name: "no store", g: &planner.Guard{}, q: query(t, "t", `{}`)},
-		{name: "bad tenant", g: &planner.Guard{Store: st}, q: planner.Query{Tenant: "a/b", Session: "s", Tool: "t", Fingerprint: "f"}},
-		{name: "no tool", g: &planner.Guard{Store: st}, q: planner.Query{Tenant: "acme", Session: "s", Fingerprint: "f"}},
-		{name: "no fingerprint", g: &planner.Guard{Store: st}, q: planner.Query{Tenant: "acme", Session: "s", Tool: "t"}},
+		{name: "bad tenant", g: &planner.Guard{Store: st}, q: planner.Query{Layer: ledger.LayerClient, Tenant: "a/b", Session: "s", Tool: "t", Fingerprint: "f"}},
+		{name: "no tool", g: &planner.Guard{Store: st}, q: planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "s", Fingerprint: "f"}},
+		{name: "no fingerprint", g: &planner.Guard{Store: st}, q: planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "s", Tool: "t"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

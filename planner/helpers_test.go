@@ -80,7 +80,7 @@ func seed(t *testing.T, st ledger.Store, c call) *ledger.Record {
 	if c.state == "" {
 		c.state = ledger.StateSucceeded
 	}
-	id := ledger.ID{Tenant: c.tenant, Tool: c.tool, Key: c.key}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: c.tenant, Tool: c.tool, Key: c.key}
 	red, err := ledger.Redact(json.RawMessage(c.args))
 	if err != nil {
 		t.Fatal(err)

@@ -114,6 +114,10 @@ type ToolsOptions struct {
 	// that made them). ledger_status by arguments needs the same list to
 	// find a call whose excluded fields differ.
 	Exclude map[string][]string
+	// Layer is the layer whose records the tools read (default
+	// ledger.LayerClient): the agent's own calls, not a server guard's
+	// records of them in a shared ledger.
+	Layer string
 }
 
 // AddTools adds ledger_status and ledger_list to s. Both are read-only and
@@ -129,7 +133,10 @@ func AddToolsWith(s *mcp.Server, store ledger.Store, scope ScopeFunc, o ToolsOpt
 	if store == nil || scope == nil {
 		panic("planner: AddTools needs a store and a scope")
 	}
-	t := tools{store: store, scope: scope, exclude: o.Exclude}
+	if o.Layer == "" {
+		o.Layer = ledger.LayerClient
+	}
+	t := tools{store: store, scope: scope, exclude: o.Exclude, layer: o.Layer}
 	readOnly := &mcp.ToolAnnotations{
 		ReadOnlyHint:    true,
 		IdempotentHint:  true,
@@ -172,6 +179,7 @@ type tools struct {
 	store   ledger.Store
 	scope   ScopeFunc
 	exclude map[string][]string
+	layer   string
 }
 
 func (t tools) scopeOf(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
@@ -227,7 +235,7 @@ func (t tools) status(ctx context.Context, req *mcp.CallToolRequest, in StatusIn
 
 func (t tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]*ledger.Record, error) {
 	if tool != "" {
-		r, err := t.store.Get(ctx, ledger.ID{Tenant: tenant, Tool: tool, Key: key})
+		r, err := t.store.Get(ctx, ledger.ID{Tenant: tenant, Layer: t.layer, Tool: tool, Key: key})
 		if errors.Is(err, ledger.ErrNotFound) || err == nil && !mine(r, tenant, session) {
 			return nil, nil
 		}
@@ -237,7 +245,7 @@ func (t tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]
 		return []*ledger.Record{r}, nil
 	}
 	var found []*ledger.Record
-	f := ledger.Filter{Tenant: tenant, Session: session, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: tenant, Layer: t.layer, Session: session, Limit: ledger.MaxPageSize}
 	for seen := 0; seen < keyScanLimit; {
 		page, err := t.store.List(ctx, f)
 		if err != nil {
@@ -267,7 +275,7 @@ func (t tools) byArguments(ctx context.Context, tenant, session, tool string, ar
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
 	}
 	recs, err := t.store.FindRecent(ctx, ledger.RecentQuery{
-		Tenant: tenant, Session: session, Tool: tool, Fingerprint: fp,
+		Tenant: tenant, Layer: t.layer, Session: session, Tool: tool, Fingerprint: fp,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
@@ -286,7 +294,7 @@ func (t tools) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput)
 	if err != nil {
 		return nil, ListOutput{}, err
 	}
-	f := ledger.Filter{Tenant: tenant, Session: session, Limit: in.Limit}
+	f := ledger.Filter{Tenant: tenant, Layer: t.layer, Session: session, Limit: in.Limit}
 	switch {
 	case f.Limit <= 0:
 		f.Limit = DefaultListLimit

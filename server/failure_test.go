@@ -15,7 +15,7 @@ import (
 )
 
 func orderID(key string) ledger.ID {
-	return ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: key}
+	return ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: "create_order", Key: key}
 }
 
 func TestAmbiguousEndingsAreUnknownUntilReconciled(t *testing.T) {
@@ -60,7 +60,7 @@ func TestAmbiguousEndingsAreUnknownUntilReconciled(t *testing.T) {
 			if got := r.runs.Load(); got != 1 {
 				t.Errorf("handler ran %d times; want 1", got)
 			}
-			id := ledger.ID{Tenant: server.DefaultTenant, Tool: tool, Key: "amb-1"}
+			id := ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: tool, Key: "amb-1"}
 			rec, err := r.store.Get(ctx, id)
 			if err != nil {
 				t.Fatalf("Get: %v", err)

@@ -74,7 +74,7 @@ func TestHandlerRefusalRejects(t *testing.T) {
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("refused call = %v; want -32602", err)
 	}
-	rec, err := r.store.Get(ctx, ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-fix"})
+	rec, err := r.store.Get(ctx, ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-fix"})
 	if err != nil || rec.State != ledger.StateRejected {
 		t.Fatalf("record after the refusal = %+v, %v; want REJECTED", rec, err)
 	}
@@ -98,7 +98,7 @@ func TestDeadServerOwnerIsUnknownAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.store.Claim(ctx, ledger.ClaimRequest{ID: ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-dead"},
+	if _, err := r.store.Claim(ctx, ledger.ClaimRequest{ID: ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-dead"},
 		Fingerprint: fp, Owner: owner, Lease: time.Hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Guard is server-side idempotency for one go-sdk server: its Middleware
-// runs each guarded tools/call once per (tenant, tool, key) and replays the
+// runs each guarded tools/call once per (tenant, layer, tool, key) and replays the
 // stored outcome to every duplicate. A Guard is safe for concurrent use.
 type Guard struct {
 	store ledger.Store

@@ -106,7 +106,7 @@ func TestKeyReusedWithOtherArguments(t *testing.T) {
 	if _, err := callKey(ctx, cs, "create_order", "k-1", map[string]any{"item": "book", "qty": 1}); err != nil {
 		t.Fatalf("first call: %v", err)
 	}
-	before, err := r.store.Get(ctx, ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-1"})
+	before, err := r.store.Get(ctx, ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-1"})
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -266,7 +266,7 @@ func TestToolErrorIsStoredAndReplayed(t *testing.T) {
 	if body(t, again) != body(t, first) || r.runs.Load() != 1 {
 		t.Errorf("duplicate = %s after %d runs; want %s after 1 run", body(t, again), r.runs.Load(), body(t, first))
 	}
-	rec, err := r.store.Get(ctx, ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-2"})
+	rec, err := r.store.Get(ctx, ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-2"})
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}

@@ -32,6 +32,11 @@ type Options struct {
 	// nothing is stored. Nil means DefaultTenant for every call.
 	Tenant func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
 
+	// Layer names whose records the guard keeps (default
+	// ledger.LayerServer), so a client or a proxy that shares the ledger
+	// keeps its own record of the same key apart.
+	Layer string
+
 	// Guard decides whether calls of a tool without an explicit Tools entry
 	// need a key. Nil means DefaultGuard: every tool not annotated
 	// readOnlyHint.
@@ -105,6 +110,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.Guard == nil {
 		c.Guard = DefaultGuard
+	}
+	if c.Layer == "" {
+		c.Layer = ledger.LayerServer
 	}
 	if c.InProgressWait <= 0 {
 		c.InProgressWait = DefaultInProgressWait

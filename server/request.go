@@ -81,7 +81,7 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
 	c := &call{
-		id:          ledger.ID{Tenant: tenant, Tool: p.Name, Key: key},
+		id:          ledger.ID{Tenant: tenant, Layer: g.opts.Layer, Tool: p.Name, Key: key},
 		fingerprint: fp,
 		arguments:   red,
 		policy:      pol,

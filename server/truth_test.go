@@ -43,7 +43,7 @@ func TestHandlerErrorsByWhatHappened(t *testing.T) {
 			if code, reason, _ := wireErr(err); code != tc.code || reason != tc.reason {
 				t.Fatalf("first call = %v, %v; want %d %s", res, err, tc.code, tc.reason)
 			}
-			rec, err := r.store.Get(ctx, ledger.ID{Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-truth"})
+			rec, err := r.store.Get(ctx, ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: "create_order", Key: "k-truth"})
 			if err != nil {
 				t.Fatalf("Get: %v", err)
 			}

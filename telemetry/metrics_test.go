@@ -289,7 +289,7 @@ func TestInstruments(t *testing.T) {
 			opts: func() *rigOptions { return &rigOptions{clock: ledgertest.NewClock(ledgertest.Start)} },
 			run: func(t *testing.T, r *rig) {
 				_, err := r.sstore.Claim(context.Background(), ledger.ClaimRequest{
-					ID:          ledger.ID{Tenant: tenant, Tool: "pay", Key: key},
+					ID:          ledger.ID{Layer: ledger.LayerServer, Tenant: tenant, Tool: "pay", Key: key},
 					Fingerprint: "fp", Owner: "dead-process", Lease: time.Second,
 				})
 				if err != nil {
@@ -315,7 +315,7 @@ func TestInstruments(t *testing.T) {
 				// A server process that claimed the key and died: its lease
 				// runs out while the duplicate waits.
 				_, err = r.sstore.Claim(context.Background(), ledger.ClaimRequest{
-					ID:          ledger.ID{Tenant: tenant, Tool: "pay", Key: key},
+					ID:          ledger.ID{Layer: ledger.LayerServer, Tenant: tenant, Tool: "pay", Key: key},
 					Fingerprint: fp, Owner: "dead-process", Lease: time.Second,
 				})
 				if err != nil {

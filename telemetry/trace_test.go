@@ -60,12 +60,12 @@ func TestTraceJoinsClientAndServer(t *testing.T) {
 		}
 	}
 
-	id := ledger.ID{Tenant: tenant, Tool: "pay", Key: key}
 	for _, side := range []struct {
 		name  string
 		store ledger.Store
 		span  sdktrace.ReadOnlySpan
-	}{{"client", r.cstore, cs}, {"server", r.sstore, ss}} {
+	}{{ledger.LayerClient, r.cstore, cs}, {ledger.LayerServer, r.sstore, ss}} {
+		id := ledger.ID{Tenant: tenant, Layer: side.name, Tool: "pay", Key: key}
 		rec, err := side.store.Get(context.Background(), id)
 		if err != nil {
 			t.Fatalf("%s ledger Get(%q) = %v", side.name, key, err)

@@ -456,7 +456,7 @@ const upstreamDenied = "upstream_denied"
 func (a *app) deniedError(ctx context.Context, tool, key string) error {
 	var rec *ledger.Record
 	if key != "" && a.store != nil {
-		r, err := a.store.Get(ctx, ledger.ID{Tenant: a.tenant, Tool: tool, Key: key})
+		r, err := a.store.Get(ctx, ledger.ID{Tenant: a.tenant, Layer: ledger.LayerClient, Tool: tool, Key: key})
 		if err == nil {
 			rec = r
 		}

@@ -256,8 +256,8 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		t.Errorf("ledger list at 80 columns: want the long key cut with an ellipsis and a --wide hint\nstdout: %s\nstderr: %s", o.stdout, o.stderr)
 	}
 	for _, l := range lines[1:] {
-		if f := strings.Fields(l); len(f) != 6 {
-			t.Errorf("row %q has %d fields; want 6 (no cell split or wrapped)", l, len(f))
+		if f := strings.Fields(l); len(f) != 7 {
+			t.Errorf("row %q has %d fields; want 7 (no cell split or wrapped)", l, len(f))
 		}
 	}
 	wide := e.runEnv(nil, []string{"COLUMNS=80"}, "--wide", "ledger", "list")

@@ -179,7 +179,7 @@ func (d *demo) denied(err error) bool {
 		return false
 	}
 	reason := "no reason given"
-	if rec, gerr := d.store.Get(d.ctx, ledger.ID{Tenant: d.a.tenant, Tool: ce.Tool, Key: ce.Key}); gerr == nil && rec.Approval != nil {
+	if rec, gerr := d.store.Get(d.ctx, ledger.ID{Tenant: d.a.tenant, Layer: ledger.LayerClient, Tool: ce.Tool, Key: ce.Key}); gerr == nil && rec.Approval != nil {
 		reason = fmt.Sprintf("%s by %s", rec.Approval.Reason, rec.Approval.By)
 	}
 	d.say("-> denied (%s); nothing ran, and the ledger keeps the decision", reason)
@@ -315,7 +315,7 @@ func (d *demo) crash() error {
 	if err != nil {
 		return err
 	}
-	id := ledger.ID{Tenant: d.a.tenant, Tool: payments.ToolCreate, Key: key}
+	id := ledger.ID{Tenant: d.a.tenant, Layer: ledger.LayerClient, Tool: payments.ToolCreate, Key: key}
 	if _, err := ledger.Reconcile(d.ctx, d.store, id, ledger.Reconciliation{
 		As: ledger.StateSucceeded, Result: raw, Attempts: 1, Kind: kindReconciled,
 		Message: "reconciled: re-sent with the same key, the key-aware server answered from its ledger",

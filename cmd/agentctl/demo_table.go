@@ -32,7 +32,7 @@ func (d *demo) summary(took time.Duration) (*demoSummary, error) {
 	s := &demoSummary{UnknownFound: d.unknown, Reconciled: d.reconciled, Refused: d.refused,
 		Seconds: float64(took.Milliseconds()) / 1000}
 	for _, op := range d.ops {
-		rec, err := d.store.Get(d.ctx, ledger.ID{Tenant: d.a.tenant, Tool: payments.ToolCreate, Key: op.Key})
+		rec, err := d.store.Get(d.ctx, ledger.ID{Tenant: d.a.tenant, Layer: ledger.LayerClient, Tool: payments.ToolCreate, Key: op.Key})
 		if err != nil {
 			return nil, fmt.Errorf("demo: reading the record of %s: %w", op.Key, err)
 		}

@@ -62,7 +62,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("row %q: %d attempts, %d replays; want at least 1 each", r.Name, r.Attempts, r.Replays)
 		}
 		// The records stay in the ledger --ledger named.
-		rec, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: r.Key})
+		rec, err := st.Get(context.Background(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: r.Key})
 		if err != nil || rec.State != ledger.StateSucceeded || rec.Attempts != r.Attempts {
 			t.Errorf("record %s in --ledger = %+v, %v; want SUCCEEDED after %d attempts", r.Key, rec, err, r.Attempts)
 		}

@@ -37,7 +37,7 @@ func Example() {
 	agentctl("ledger", "reconcile", "order-42", "--as", "succeeded", "--note", "on the bank statement")
 	agentctl("ledger", "reconcile", "order-42", "--as", "failed")
 	// Output:
-	// {"tenant":"default","tool":"create_payment","key":"order-42","session":"s1","fingerprint":"f1","arguments":{"amount_cents":1250},"state":"UNKNOWN","attempts":1,"errorKind":"lost_response","owner":"worker-1","fence":1,"reusePolicy":"reexecute","createdAt":"2030-01-02T03:04:05Z","updatedAt":"2030-01-02T03:04:05Z","expiresAt":"2030-01-03T03:04:05Z"}
+	// {"tenant":"default","layer":"client","tool":"create_payment","key":"order-42","session":"s1","fingerprint":"f1","arguments":{"amount_cents":1250},"state":"UNKNOWN","attempts":1,"errorKind":"lost_response","owner":"worker-1","fence":1,"reusePolicy":"reexecute","createdAt":"2030-01-02T03:04:05Z","updatedAt":"2030-01-02T03:04:05Z","expiresAt":"2030-01-03T03:04:05Z"}
 	// exit 0
 	// create_payment order-42: UNKNOWN -> SUCCEEDED
 	// exit 0
@@ -54,7 +54,7 @@ func lostPayment(path string) error {
 		return err
 	}
 	defer st.Close()
-	id := ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-42"}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-42"}
 	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "s1", Fingerprint: "f1",
 		Arguments: json.RawMessage(`{"amount_cents":1250}`), Owner: "worker-1"})
 	if err != nil {

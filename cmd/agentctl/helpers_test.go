@@ -92,7 +92,7 @@ func seedLedger(t *testing.T, path string, now time.Time, recs ...seedRecord) {
 		if tenant == "" {
 			tenant = "default"
 		}
-		id := ledger.ID{Tenant: tenant, Tool: r.tool, Key: r.key}
+		id := ledger.ID{Layer: ledger.LayerClient, Tenant: tenant, Tool: r.tool, Key: r.key}
 		args := json.RawMessage(`{"amount_cents":1250,"payee":"acme"}`)
 		fp, err := ledger.Fingerprint(args)
 		if err != nil {

@@ -23,32 +23,60 @@ func newLedgerCmd(a *app) *cobra.Command {
 		Args:  subcommandArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	c.PersistentFlags().StringVar(&a.layer, "layer", "", "only records of this `LAYER` (client, proxy, server): whose records they are in a shared ledger")
+	completeWords(c, "layer", ledger.LayerClient, ledger.LayerProxy, ledger.LayerServer)
 	for _, newCmd := range ledgerCommands {
 		c.AddCommand(newCmd(a))
 	}
 	return c
 }
 
-// findByKey returns the tenant's record with key, of tool when tool is set.
-// The Store identifies a record by (tenant, tool, key) and a person usually
-// knows only the key, so without a tool the tenant's records are scanned; a
-// key that more than one tool used is an error naming those tools.
+// findByKey returns the tenant's record with key, of tool and layer when
+// they are set. The Store identifies a record by (tenant, layer, tool, key)
+// and a person usually knows only the key, so the tenant's records are
+// scanned; a key that names more than one record is an error naming their
+// layers and tools.
 func (a *app) findByKey(ctx context.Context, st ledger.Store, key, tool string, state ledger.State) (*ledger.Record, error) {
+	found, err := a.findAllByKey(ctx, st, key, tool, state)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	layers := make([]string, 0, len(found))
+	for _, r := range found {
+		layers = append(layers, layerText(r.Layer))
+	}
+	slices.Sort(layers)
+	return nil, exitf(exitUsage, "key %s names records of %s in several layers (%s); pass --layer to choose one", key, found[0].Tool, strings.Join(layers, ", "))
+}
+
+// findAllByKey returns every record of the tenant with key (of tool and
+// layer when they are set), or a usage error when there is none.
+func (a *app) findAllByKey(ctx context.Context, st ledger.Store, key, tool string, state ledger.State) ([]*ledger.Record, error) {
 	if err := ledger.ValidateKey(key); err != nil {
 		return nil, exitf(exitUsage, "%v; keys are printed by agentctl call and agentctl ledger list", err)
 	}
+	where := "tenant " + a.tenant
 	if tool != "" {
-		r, err := st.Get(ctx, ledger.ID{Tenant: a.tenant, Tool: tool, Key: key})
-		if errors.Is(err, ledger.ErrNotFound) {
-			return nil, exitf(exitUsage, "no record with key %s for tool %s in tenant %s; list records with agentctl ledger list", key, tool, a.tenant)
+		where = "tool " + tool + " in " + where
+	}
+	if a.layer != "" {
+		where = "layer " + a.layer + " of " + where
+	}
+	if tool != "" && a.layer != "" {
+		r, err := st.Get(ctx, ledger.ID{Tenant: a.tenant, Layer: a.layer, Tool: tool, Key: key})
+		if errors.Is(err, ledger.ErrNotFound) || err == nil && state != "" && r.State != state {
+			return nil, exitf(exitUsage, "no record with key %s in %s; list records with agentctl ledger list", key, where)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return r, nil
+		return []*ledger.Record{r}, nil
 	}
 	var found []*ledger.Record
-	f := ledger.Filter{Tenant: a.tenant, State: state, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: a.tenant, Layer: a.layer, Tool: tool, State: state, Limit: ledger.MaxPageSize}
 	for {
 		page, err := st.List(ctx, f)
 		if err != nil {
@@ -64,16 +92,31 @@ func (a *app) findByKey(ctx context.Context, st ledger.Store, key, tool string, 
 		}
 		f.Cursor = page.Next
 	}
-	switch len(found) {
-	case 0:
-		return nil, exitf(exitUsage, "no record with key %s in tenant %s; list records with agentctl ledger list", key, a.tenant)
-	case 1:
-		return found[0], nil
+	if len(found) == 0 {
+		return nil, exitf(exitUsage, "no record with key %s in %s; list records with agentctl ledger list", key, where)
 	}
-	tools := make([]string, 0, len(found))
+	var tools []string
 	for _, r := range found {
-		tools = append(tools, r.Tool)
+		if !slices.Contains(tools, r.Tool) {
+			tools = append(tools, r.Tool)
+		}
 	}
-	slices.Sort(tools)
-	return nil, exitf(exitUsage, "key %s names records of several tools (%s); pass --tool", key, strings.Join(tools, ", "))
+	if len(tools) > 1 {
+		slices.Sort(tools)
+		return nil, exitf(exitUsage, "key %s names records of several tools (%s); pass --tool", key, strings.Join(tools, ", "))
+	}
+	// A list shows what it cannot decrypt as [encrypted]; one record is
+	// read whole, so a missing or wrong ledger key is an error here.
+	for i, r := range found {
+		whole, err := st.Get(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		found[i] = whole
+	}
+	return found, nil
 }
+
+// layerText is a record's layer as the CLI shows it ("-" for a record of
+// a ledger without layers).
+func layerText(layer string) string { return orDash(layer) }

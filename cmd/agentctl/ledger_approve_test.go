@@ -117,7 +117,7 @@ func TestQueuedCallWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id := ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-w"}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-w"}
 	for {
 		if _, err := st.Get(ctx, id); err == nil {
 			break

@@ -65,7 +65,7 @@ the whole file.`,
 			if err != nil {
 				return err
 			}
-			n, err := audit.Export(c.Context(), st, a.io.Out, audit.Options{Tenant: a.tenant, Since: from})
+			n, err := audit.Export(c.Context(), st, a.io.Out, audit.Options{Tenant: a.tenant, Layer: a.layer, Since: from})
 			if err != nil {
 				return withCode(exitUnreachable, fmt.Errorf("%w; the output is incomplete (no end line): run the export again", err))
 			}

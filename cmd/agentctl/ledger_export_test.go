@@ -86,7 +86,7 @@ func auditSeed(t *testing.T, path string, at time.Time, tenant, key string, stat
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id := ledger.ID{Tenant: tenant, Tool: "create_payment", Key: key}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: tenant, Tool: "create_payment", Key: key}
 	c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "f-" + key, Arguments: json.RawMessage(`{"amount_cents":1250,"card_token":"tok_visa"}`),
 		Owner: "seed", NeedsApproval: state == ledger.StateDenied})
 	if err != nil {

@@ -18,11 +18,11 @@ func newLedgerListCmd(a *app) *cobra.Command {
 		limit                int
 	)
 	c := &cobra.Command{
-		Use:   "list [--session S] [--state STATE] [--tool T] [--limit N]",
+		Use:   "list [--layer L] [--session S] [--state STATE] [--tool T] [--limit N]",
 		Short: "List the tenant's records, newest first",
 		Args:  usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
-			f := ledger.Filter{Tenant: a.tenant, Session: session, Tool: tool}
+			f := ledger.Filter{Tenant: a.tenant, Layer: a.layer, Session: session, Tool: tool}
 			if state != "" {
 				s, err := ledger.ParseState(state)
 				if err != nil {
@@ -49,9 +49,9 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "CREATED", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 3, 4)
+			t := newTable(a.io.Out, a.colour(), "CREATED", "LAYER", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 1, 4, 5)
 			for _, r := range records {
-				t.row(timeText(r.CreatedAt), r.Tool, r.Key, t.paint(stateColour(r.State), string(r.State)),
+				t.row(timeText(r.CreatedAt), layerText(r.Layer), r.Tool, r.Key, t.paint(stateColour(r.State), string(r.State)),
 					strconv.Itoa(r.Attempts), orDash(r.Session))
 			}
 			if err := a.flushTable(t); err != nil {

@@ -14,22 +14,35 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerShowCmd) }
 func newLedgerShowCmd(a *app) *cobra.Command {
 	var tool string
 	c := &cobra.Command{
-		Use:   "show KEY [--tool T]",
-		Short: "Show one record: state, attempts, approval, error and result",
+		Use:   "show KEY [--tool T] [--layer L]",
+		Short: "Show a key's records: state, attempts, approval, error and result (one per layer in a shared ledger)",
 		Args:  usageArgs(1, 1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			st, err := a.ledger(c.Context(), readOnly)
 			if err != nil {
 				return err
 			}
-			r, err := a.findByKey(c.Context(), st, args[0], tool, "")
+			// In a shared ledger a client, a proxy and a server guard
+			// each keep a record of one key: show each.
+			recs, err := a.findAllByKey(c.Context(), st, args[0], tool, "")
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(r)
+			for i, r := range recs {
+				if a.json {
+					if err := a.printJSON(r); err != nil {
+						return err
+					}
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(a.io.Out)
+				}
+				if err := a.showRecord(r); err != nil {
+					return err
+				}
 			}
-			return a.showRecord(r)
+			return nil
 		}),
 	}
 	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
@@ -42,6 +55,7 @@ func (a *app) showRecord(r *ledger.Record) error {
 	t.row("key", r.Key)
 	t.row("tool", r.Tool)
 	t.row("tenant", r.Tenant)
+	t.row("layer", layerText(r.Layer))
 	t.row("session", orDash(r.Session))
 	t.row("state", t.paint(stateColour(r.State), string(r.State)))
 	t.row("attempts", strconv.Itoa(r.Attempts))

@@ -48,7 +48,7 @@ func TestLedgerList(t *testing.T) {
 			}
 			var keys []string
 			for _, l := range lines[1:] {
-				keys = append(keys, strings.Fields(l)[2])
+				keys = append(keys, strings.Fields(l)[3])
 			}
 			if !sameMultiset(keys, tc.wantKeys) {
 				t.Errorf("ledger list %v keys = %v; want %v", tc.args, keys, tc.wantKeys)
@@ -154,7 +154,7 @@ func TestLedgerReconcile(t *testing.T) {
 			o := inProcess(t, env, nil, "ledger", "reconcile", "order-2", "--tool", "create_payment",
 				"--as", tc.as, "--note", "checked the bank statement")
 			o.wantExit(t, exitOK)
-			r := readRecord(t, path, ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-2"})
+			r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-2"})
 			if r.State != tc.want {
 				t.Fatalf("after reconcile --as %s: state = %s; want %s", tc.as, r.State, tc.want)
 			}
@@ -189,7 +189,7 @@ func TestLedgerReconcile(t *testing.T) {
 			inProcess(t, env, nil, append([]string{"ledger", "reconcile"}, tc.args...)...).wantExit(t, exitUsage, tc.hints...)
 		})
 	}
-	if r := readRecord(t, path, ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-2"}); r.State != ledger.StateUnknown {
+	if r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-2"}); r.State != ledger.StateUnknown {
 		t.Errorf("after refused reconciles: state = %s; want UNKNOWN untouched", r.State)
 	}
 }

@@ -35,6 +35,7 @@ type app struct {
 
 	ledgerURL string
 	tenant    string
+	layer     string // agentctl ledger --layer
 	json      bool
 	wide      bool
 	wait      time.Duration
@@ -112,6 +113,9 @@ approval, 130 interrupted (nothing final recorded).`,
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {
 			return exitf(exitUsage, "--tenant %s: %v", shorten(a.tenant, 40), err)
+		}
+		if err := ledger.ValidateLayer(a.layer); err != nil {
+			return exitf(exitUsage, "--layer %s: %v; the layers are client, proxy and server", shorten(a.layer, 40), err)
 		}
 		if a.wait <= 0 {
 			return exitf(exitUsage, "--wait %s: want a positive duration such as 5s or 1m", a.wait)

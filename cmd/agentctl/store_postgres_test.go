@@ -18,7 +18,7 @@ func TestPostgresLedger(t *testing.T) {
 	if err != nil {
 		t.Fatalf("postgres.Open = %v", err)
 	}
-	id := ledger.ID{Tenant: "default", Tool: "create_payment", Key: "order-7"}
+	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-7"}
 	cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "f", Arguments: json.RawMessage(`{}`), Owner: "w"})
 	if err != nil {
 		t.Fatalf("Claim = %v", err)

@@ -24,7 +24,7 @@ func (e *e2e) ledgerPath() string { return filepath.Join(e.dir, "ledger.db") }
 
 func (e *e2e) record(key string) *ledger.Record {
 	e.t.Helper()
-	return readRecord(e.t, e.ledgerPath(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: key})
+	return readRecord(e.t, e.ledgerPath(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: key})
 }
 
 // A handler's Go error after its commit: the payment was made, so the
@@ -139,7 +139,7 @@ func (e *e2e) runQuiet(args ...string) outcome {
 	return outcome{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-// tryRecord reads one create_payment record of the ledger at path, if the
+// tryRecord reads one server guard record of create_payment in the ledger at path, if the
 // ledger and the record are there.
 func tryRecord(path, key string) (*ledger.Record, bool) {
 	if _, err := os.Stat(path); err != nil {
@@ -150,7 +150,7 @@ func tryRecord(path, key string) (*ledger.Record, bool) {
 		return nil, false
 	}
 	defer st.Close()
-	r, err := st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "create_payment", Key: key})
+	r, err := st.Get(context.Background(), ledger.ID{Layer: ledger.LayerServer, Tenant: "default", Tool: "create_payment", Key: key})
 	return r, err == nil
 }
 

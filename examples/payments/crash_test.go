@@ -57,7 +57,7 @@ func TestKilledDuringHandler(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id := ledger.ID{Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: key}
+			id := ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: key}
 			rec, err := st.Get(ctx, id)
 			st.Close()
 			if err != nil || rec.State != ledger.StateProcessing {

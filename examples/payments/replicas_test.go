@@ -309,7 +309,7 @@ func checkLedger(t *testing.T, url string, keys int, keyName func(int) string) {
 	}
 	defer st.Close()
 	for k := range keys {
-		id := ledger.ID{Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: keyName(k)}
+		id := ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: keyName(k)}
 		rec, err := st.Get(ctx, id)
 		if err != nil || rec.State != ledger.StateSucceeded {
 			t.Errorf("Get(%q) = %v, %v; want SUCCEEDED", id.Key, rec, err)

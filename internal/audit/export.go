@@ -40,6 +40,7 @@ type Line struct {
 type Header struct {
 	Format     string    `json:"format"`
 	Tenant     string    `json:"tenant"`
+	Layer      string    `json:"layer,omitempty"`
 	Since      time.Time `json:"since,omitzero"`
 	ExportedAt time.Time `json:"exportedAt"`
 	Order      string    `json:"order"`
@@ -59,6 +60,8 @@ type Lister interface {
 type Options struct {
 	// Tenant whose records are exported (required).
 	Tenant string
+	// Layer keeps the records of one layer; empty keeps every layer.
+	Layer string
 	// Since keeps the records created at or after it; zero keeps all.
 	Since time.Time
 	// Now is the clock for the header (time.Now when nil).
@@ -78,12 +81,12 @@ func Export(ctx context.Context, st Lister, w io.Writer, o Options) (int64, erro
 		now = o.Now
 	}
 	cw := &chainWriter{w: bufio.NewWriterSize(w, 64<<10)}
-	hdr := &Header{Format: Format, Tenant: o.Tenant, Since: o.Since.UTC(), ExportedAt: now().UTC(), Order: "newest first"}
+	hdr := &Header{Format: Format, Tenant: o.Tenant, Layer: o.Layer, Since: o.Since.UTC(), ExportedAt: now().UTC(), Order: "newest first"}
 	if err := cw.write(Line{Kind: KindHeader, Header: hdr}); err != nil {
 		return 0, err
 	}
 	var n int64
-	f := ledger.Filter{Tenant: o.Tenant, Since: o.Since, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: o.Tenant, Layer: o.Layer, Since: o.Since, Limit: ledger.MaxPageSize}
 	for {
 		page, err := st.List(ctx, f)
 		if err != nil {

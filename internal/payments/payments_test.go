@@ -159,7 +159,7 @@ func TestRolledBackPaymentLeavesNoEvent(t *testing.T) {
 	if n := count(t, app, `SELECT count(*) FROM mcpledger_outbox`); n != 1 {
 		t.Errorf("%d outbox events; want 1 (the rolled-back payment's event went with it)", n)
 	}
-	rec, err := app.Ledger().Get(ctx, ledger.ID{Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: "limit-2"})
+	rec, err := app.Ledger().Get(ctx, ledger.ID{Layer: ledger.LayerServer, Tenant: server.DefaultTenant, Tool: payments.ToolCreate, Key: "limit-2"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func (a *App) Reconcile(ctx context.Context, tenant, key string) (*ledger.Record
 	if tenant == "" {
 		tenant = server.DefaultTenant
 	}
-	id := ledger.ID{Tenant: tenant, Tool: ToolCreate, Key: key}
+	id := ledger.ID{Tenant: tenant, Layer: ledger.LayerServer, Tool: ToolCreate, Key: key}
 	p, err := paymentByKey(ctx, a.db, key)
 	switch {
 	case err == nil:

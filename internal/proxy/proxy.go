@@ -146,7 +146,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		return next
 	})
 	p.srv.AddReceivingMiddleware(p.relayMiddleware)
-	planner.AddTools(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
+	planner.AddToolsWith(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
 		l, err := p.linkFor(ctx, req.Session)
 		if err != nil {
 			return "", "", err
@@ -158,7 +158,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 			return "", "", fmt.Errorf("proxy: end the leases that ran out before reading the ledger: %w", err)
 		}
 		return p.opts.Tenant, l.session, nil
-	})
+	}, planner.ToolsOptions{Layer: ledger.LayerProxy})
 	if err := p.syncTools(ctx, first); err != nil {
 		_ = first.close()
 		return nil, err
@@ -258,6 +258,7 @@ func (p *Proxy) ledgerClient(ctx context.Context, l *link) (*client.Client, erro
 		o = *p.opts.Client
 	}
 	o.Tenant, o.Session, o.Policy = p.opts.Tenant, l.session, p.opts.Policy
+	o.Layer = ledger.LayerProxy
 	o.Confirmer = &hostConfirmer{terminal: p.opts.Terminal, policyFile: p.opts.PolicyFile}
 	o.TrustedServer = p.trusted
 	if o.Server == "" {

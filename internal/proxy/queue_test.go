@@ -101,7 +101,7 @@ func (f *queueFixture) status(t *testing.T, key string) (string, string) {
 func (f *queueFixture) decide(t *testing.T, key string, d client.Decision) {
 	t.Helper()
 	d.Now = f.clock.Now
-	if _, err := client.Decide(context.Background(), f.approver, ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: key}, d); err != nil {
+	if _, err := client.Decide(context.Background(), f.approver, ledger.ID{Layer: ledger.LayerProxy, Tenant: "default", Tool: "pay_invoice", Key: key}, d); err != nil {
 		t.Fatalf("Decide(%s) = %v", key, err)
 	}
 }
@@ -166,7 +166,7 @@ func TestProxyQueuedCallExpires(t *testing.T) {
 	key := f.queued(t, "INV-12")
 	f.clock.Advance(5 * time.Minute)
 	d := client.Decision{Approve: true, By: "bob", Now: f.clock.Now}
-	if _, err := client.Decide(context.Background(), f.approver, ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: key}, d); err == nil {
+	if _, err := client.Decide(context.Background(), f.approver, ledger.ID{Layer: ledger.LayerProxy, Tenant: "default", Tool: "pay_invoice", Key: key}, d); err == nil {
 		t.Fatalf("Decide after the expiry = nil; want an error")
 	}
 	state, text := f.status(t, key)
@@ -223,10 +223,10 @@ func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
 	if !errors.Is(err, client.ErrAwaitingApproval) || !ok || !strings.Contains(ce.Text, "inv-14") || !strings.Contains(ce.Text, "approval") {
 		t.Fatalf("outer call before the approval = %v; want client.ErrAwaitingApproval with a text that names the key", err)
 	}
-	if r, err := outer.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.Attempts != 1 {
+	if r, err := outer.Get(context.Background(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.Attempts != 1 {
 		t.Fatalf("outer record = %+v, %v; want one attempt (a wait for a person is not retried)", r, err)
 	}
-	if r, err := outer.Get(context.Background(), ledger.ID{Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.State.Final() {
+	if r, err := outer.Get(context.Background(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "pay_invoice", Key: "inv-14"}); err != nil || r.State.Final() {
 		t.Fatalf("outer record before the approval = %+v, %v; want a state that is not final", r, err)
 	}
 	f.decide(t, "inv-14", client.Decision{Approve: true, By: "bob"})

@@ -216,7 +216,7 @@ func (p *Proxy) storedRequestError(ctx context.Context, ce *client.Error) *jsonr
 	if ce.State != ledger.StateFailed {
 		return nil
 	}
-	rec, err := p.opts.Store.Get(ctx, ledger.ID{Tenant: p.opts.Tenant, Tool: ce.Tool, Key: ce.Key})
+	rec, err := p.opts.Store.Get(ctx, ledger.ID{Tenant: p.opts.Tenant, Layer: ledger.LayerProxy, Tool: ce.Tool, Key: ce.Key})
 	if err != nil || len(rec.Result) > 0 {
 		return nil
 	}

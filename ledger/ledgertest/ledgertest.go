@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Rejected", testRejected},
 		{"Wait", testWait},
 		{"Tenant", testTenant},
+		{"Layer", testLayer},
 		{"Retention", testRetention},
 		{"Recent", testRecent},
 		{"List", testList},

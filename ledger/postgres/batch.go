@@ -211,7 +211,8 @@ func (b *batcher) send(ws []*write) {
 		return
 	}
 	slices.SortStableFunc(ws, func(x, y *write) int {
-		return cmp.Or(cmp.Compare(x.id.Tenant, y.id.Tenant), cmp.Compare(x.id.Tool, y.id.Tool), cmp.Compare(x.id.Key, y.id.Key))
+		return cmp.Or(cmp.Compare(x.id.Tenant, y.id.Tenant), cmp.Compare(x.id.Layer, y.id.Layer),
+			cmp.Compare(x.id.Tool, y.id.Tool), cmp.Compare(x.id.Key, y.id.Key))
 	})
 	if b.beforeSend != nil {
 		b.beforeSend(ws)
@@ -390,11 +391,11 @@ func scanMerged(rows pgx.Rows, ws []*write) error {
 	}
 	for rows.Next() {
 		raw := rows.RawValues()
-		if len(raw) < 3 {
+		if len(raw) < 4 {
 			return errors.New("postgres: a batch statement returned a row without the record's identity")
 		}
 		// Text comes back as its bytes in either format.
-		w := byID[ledger.ID{Tenant: string(raw[0]), Tool: string(raw[1]), Key: string(raw[2])}]
+		w := byID[ledger.ID{Tenant: string(raw[0]), Layer: string(raw[1]), Tool: string(raw[2]), Key: string(raw[3])}]
 		if w == nil {
 			return errors.New("postgres: a batch statement returned a record it was not sent")
 		}
@@ -410,5 +411,5 @@ func scanMerged(rows pgx.Rows, ws []*write) error {
 type afterID struct{ rows pgx.Rows }
 
 func (r afterID) Scan(dest ...any) error {
-	return r.rows.Scan(append([]any{nil, nil, nil}, dest...)...)
+	return r.rows.Scan(append([]any{nil, nil, nil, nil}, dest...)...)
 }

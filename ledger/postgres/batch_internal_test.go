@@ -413,3 +413,68 @@ func TestBatchTransitionShapes(t *testing.T) {
 		t.Errorf("two transitions of one record: %d won, attempts %d; want exactly 1 and 1", wins, cur.Attempts)
 	}
 }
+
+// One (tenant, tool, key) in several layers within one batch: the merged
+// insert and the merged update hold each layer's record once and give each
+// caller its own layer's outcome.
+func TestBatchLayersStayApart(t *testing.T) {
+	for _, d := range []ledger.Durability{ledger.Durable, ledger.WriteBehind} {
+		t.Run(fmt.Sprint("durability-", d), func(t *testing.T) {
+			st := openT(t, pgtest.Schema(t), nil)
+			ctx := ledger.WithDurability(context.Background(), d)
+			layers := []string{"", ledger.LayerClient, ledger.LayerProxy, ledger.LayerServer}
+			const perLayer = 3
+			var wins [4]atomic.Int64
+			claims := make([]ledger.Claim, len(layers))
+			var mu sync.Mutex // guards claims
+			inOneBatch(t, st.claims, len(layers)*perLayer, func(i int) {
+				req := claimReq("shared", "fp-"+layers[i%len(layers)])
+				req.Layer = layers[i%len(layers)]
+				c, err := st.Claim(ctx, req)
+				switch {
+				case err != nil:
+					t.Errorf("Claim(layer %q) = %v", req.Layer, err)
+				case c.Record.Layer != req.Layer || c.Record.Fence != 1 || c.Record.Fingerprint != req.Fingerprint:
+					t.Errorf("Claim(layer %q) = record of layer %q at fence %d with %s; want its own layer's, at fence 1", req.Layer, c.Record.Layer, c.Record.Fence, c.Record.Fingerprint)
+				case c.Won:
+					wins[i%len(layers)].Add(1)
+					mu.Lock()
+					claims[i%len(layers)] = c
+					mu.Unlock()
+				}
+			})
+			for i, l := range layers {
+				if n := wins[i].Load(); n != 1 {
+					t.Fatalf("layer %q: %d winners; want 1", l, n)
+				}
+			}
+			b := st.transitions
+			if d == ledger.WriteBehind {
+				b = st.behind
+			}
+			ts := make([]ledger.Transition, len(layers))
+			for i, c := range claims {
+				ts[i] = ledger.Transition{ID: c.Record.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
+					Owner: "w", Fence: 1, Result: json.RawMessage(fmt.Sprintf(`{"layer":%q}`, layers[i])), AddAttempts: 1}
+			}
+			ts[2].Fence = 2 // stale in the proxy layer alone
+			errs := make([]error, len(ts))
+			inOneBatch(t, b, len(ts), func(i int) { _, errs[i] = st.Transition(ctx, ts[i]) })
+			for i, tr := range ts {
+				cur, err := st.Get(context.Background(), tr.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 2 {
+					if !errors.Is(errs[i], ledger.ErrLeaseLost) || cur.State != ledger.StateProcessing {
+						t.Errorf("Transition(layer %q) with a stale fence = %v, record %s; want ErrLeaseLost and PROCESSING", tr.Layer, errs[i], cur.State)
+					}
+					continue
+				}
+				if errs[i] != nil || cur.State != ledger.StateSucceeded || string(cur.Result) != string(tr.Result) {
+					t.Errorf("Transition(layer %q) = %v; stored %s with %s; want SUCCEEDED with %s", tr.Layer, errs[i], cur.State, cur.Result, tr.Result)
+				}
+			}
+		})
+	}
+}

@@ -61,16 +61,16 @@ func BenchmarkRawFloor(b *testing.B) {
 
 func rawInsertUpdate(b testing.TB, conn *pgx.Conn, key string) {
 	ctx := context.Background()
-	if _, err := conn.Exec(ctx, `INSERT INTO records (tenant, tool, key, fingerprint, arguments, state, owner,
+	if _, err := conn.Exec(ctx, `INSERT INTO records (tenant, layer, tool, key, fingerprint, arguments, state, owner,
 			lease_until, created_at, updated_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, 'PROCESSING', $6, now(), now(), now(), now())`,
-		"bench", "create_payment", key, "fp", []byte(`{"amount":42}`), "w"); err != nil {
+		VALUES ($1, $2, $3, $4, $5, $6, 'PROCESSING', $7, now(), now(), now(), now())`,
+		"bench", "", "create_payment", key, "fp", []byte(`{"amount":42}`), "w"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, `UPDATE records SET state = 'SUCCEEDED', result = $4, attempts = attempts + 1,
+	if _, err := conn.Exec(ctx, `UPDATE records SET state = 'SUCCEEDED', result = $5, attempts = attempts + 1,
 			lease_until = NULL, updated_at = now()
-		WHERE tenant = $1 AND tool = $2 AND key = $3 AND state = 'PROCESSING' AND owner = 'w'`,
-		"bench", "create_payment", key, []byte(benchResult)); err != nil {
+		WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4 AND state = 'PROCESSING' AND owner = 'w'`,
+		"bench", "", "create_payment", key, []byte(benchResult)); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -25,10 +25,10 @@ import (
 // take-overs, each a guarded UPDATE whose WHERE clause PostgreSQL re-checks
 // on the latest row version, so two claimers never both take the same
 // record over. Both take-overs and the insert share one parameter list.
-const claimInsert = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
+const claimInsert = `INSERT INTO records (tenant, layer, tool, key, session, fingerprint, arguments, state,
 		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
-	ON CONFLICT (tenant, tool, key) DO NOTHING
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)
+	ON CONFLICT (tenant, layer, tool, key) DO NOTHING
 	RETURNING true`
 
 const (
@@ -36,13 +36,13 @@ const (
 	// concerned (the Reexecute policy): the claim replaces it whatever its
 	// fingerprint. Tombstones (the Verify policy) are never replaced. The
 	// fence still grows: an owner of the old operation stays stale.
-	claimReplaceExpired = `UPDATE records SET session = $4, fingerprint = $5, arguments = $6, state = $7,
+	claimReplaceExpired = `UPDATE records SET session = $5, fingerprint = $6, arguments = $7, state = $8,
 		attempts = 0, fence = fence + 1, result = NULL, compacted = false, error_kind = '', error_message = '',
-		owner = $8, lease_until = $9, approval = NULL, trace_id = $10, span_id = $11, reuse_policy = $12, tombstone = false,
-		op_token = $13, watched = false, created_at = $14, updated_at = $14, expires_at = $15
-	WHERE tenant = $1 AND tool = $2 AND key = $3
+		owner = $9, lease_until = $10, approval = NULL, trace_id = $11, span_id = $12, reuse_policy = $13, tombstone = false,
+		op_token = $14, watched = false, created_at = $15, updated_at = $15, expires_at = $16
+	WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4
 		AND state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
-		AND NOT tombstone AND expires_at <= $14
+		AND NOT tombstone AND expires_at <= $15
 	RETURNING ` + recordCols
 
 	// Nothing ran on a RETRYABLE or REJECTED record, so the next claimer
@@ -51,51 +51,51 @@ const (
 	// its session, arguments and approval; a REJECTED record for whatever
 	// operation claims it now. SET expressions read the row as it was, so
 	// the CASEs see the old state.
-	claimReclaim = `UPDATE records SET state = $7, owner = $8, lease_until = $9, fence = fence + 1,
+	claimReclaim = `UPDATE records SET state = $8, owner = $9, lease_until = $10, fence = fence + 1,
 		result = NULL, compacted = false, error_kind = '', error_message = '',
-		session = CASE state WHEN 'REJECTED' THEN $4 ELSE session END,
-		fingerprint = CASE state WHEN 'REJECTED' THEN $5 ELSE fingerprint END,
-		arguments = CASE state WHEN 'REJECTED' THEN $6 ELSE arguments END,
-		reuse_policy = CASE state WHEN 'REJECTED' THEN $12 ELSE reuse_policy END,
+		session = CASE state WHEN 'REJECTED' THEN $5 ELSE session END,
+		fingerprint = CASE state WHEN 'REJECTED' THEN $6 ELSE fingerprint END,
+		arguments = CASE state WHEN 'REJECTED' THEN $7 ELSE arguments END,
+		reuse_policy = CASE state WHEN 'REJECTED' THEN $13 ELSE reuse_policy END,
 		approval = CASE state WHEN 'REJECTED' THEN NULL ELSE approval END,
-		trace_id = $10, span_id = $11, op_token = $13, watched = false, updated_at = $14, expires_at = $15
-	WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone AND expires_at > $14
-		AND (state = 'REJECTED' OR (state = 'RETRYABLE' AND fingerprint = $5))
+		trace_id = $11, span_id = $12, op_token = $14, watched = false, updated_at = $15, expires_at = $16
+	WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4 AND NOT tombstone AND expires_at > $15
+		AND (state = 'REJECTED' OR (state = 'RETRYABLE' AND fingerprint = $6))
 	RETURNING ` + recordCols
 
-	claimSelect = `SELECT ` + recordCols + ` FROM records WHERE tenant = $1 AND tool = $2 AND key = $3`
+	claimSelect = `SELECT ` + recordCols + ` FROM records WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4`
 
 	// claimInserts is claimInsert for a batch of claims (batch.go): one
 	// statement, its parameters claimInsert's as arrays, one element per
 	// claim; it returns the IDs it inserted, each followed by claimInsert's
 	// row. The server does about half the work of one statement per claim:
 	// much of a single-row insert's cost is the statement's, not the row's.
-	claimInserts = `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state,
+	claimInserts = `INSERT INTO records (tenant, layer, tool, key, session, fingerprint, arguments, state,
 		owner, lease_until, trace_id, span_id, reuse_policy, op_token, created_at, updated_at, expires_at)
-	SELECT tenant, tool, key, session, fingerprint, arguments, state,
+	SELECT tenant, layer, tool, key, session, fingerprint, arguments, state,
 		owner, lease_until, trace_id, span_id, reuse_policy, op_token, now, now, expires
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
-		$8::text[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::timestamptz[], $15::timestamptz[])
-		AS u(tenant, tool, key, session, fingerprint, arguments, state,
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[],
+		$9::text[], $10::timestamptz[], $11::text[], $12::text[], $13::text[], $14::bytea[], $15::timestamptz[], $16::timestamptz[])
+		AS u(tenant, layer, tool, key, session, fingerprint, arguments, state,
 			owner, lease_until, trace_id, span_id, reuse_policy, op_token, now, expires)
-	ON CONFLICT (tenant, tool, key) DO NOTHING
-	RETURNING tenant, tool, key, true`
+	ON CONFLICT (tenant, layer, tool, key) DO NOTHING
+	RETURNING tenant, layer, tool, key, true`
 )
 
 // claimRow is what claimInsert writes for one claim.
 type claimRow struct {
-	tenant, tool, key, session, fingerprint string
-	arguments                               []byte
-	state, owner                            string
-	leaseUntil                              time.Time
-	traceID, spanID, policy                 string
-	token                                   []byte
-	now, expires                            time.Time
+	tenant, layer, tool, key, session, fingerprint string
+	arguments                                      []byte
+	state, owner                                   string
+	leaseUntil                                     time.Time
+	traceID, spanID, policy                        string
+	token                                          []byte
+	now, expires                                   time.Time
 }
 
 // args are claimInsert's parameters, which the take-overs share.
 func (r *claimRow) args() []any {
-	return []any{r.tenant, r.tool, r.key, r.session, r.fingerprint, r.arguments, r.state,
+	return []any{r.tenant, r.layer, r.tool, r.key, r.session, r.fingerprint, r.arguments, r.state,
 		r.owner, r.leaseUntil, r.traceID, r.spanID, r.policy, r.token, r.now, r.expires}
 }
 
@@ -104,19 +104,20 @@ func (r *claimRow) args() []any {
 func mergeClaims(ws []*write) (string, []any, bool) {
 	n := len(ws)
 	var (
-		tenant, tool, key, session, fp = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		tenant, layer, tool, key       = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		session, fp                    = make([]string, n), make([]string, n)
 		state, owner, trace, span, pol = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		arguments, token               = make([][]byte, n), make([][]byte, n)
 		lease, now, expires            = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	)
 	for i, w := range ws {
 		r := w.row.(*claimRow)
-		tenant[i], tool[i], key[i], session[i], fp[i] = r.tenant, r.tool, r.key, r.session, r.fingerprint
+		tenant[i], layer[i], tool[i], key[i], session[i], fp[i] = r.tenant, r.layer, r.tool, r.key, r.session, r.fingerprint
 		state[i], owner[i], trace[i], span[i], pol[i] = r.state, r.owner, r.traceID, r.spanID, r.policy
 		arguments[i], token[i] = r.arguments, r.token
 		lease[i], now[i], expires[i] = r.leaseUntil, r.now, r.expires
 	}
-	return claimInserts, []any{tenant, tool, key, session, fp, arguments, state, owner, lease, trace, span, pol, token, now, expires}, true
+	return claimInserts, []any{tenant, layer, tool, key, session, fp, arguments, state, owner, lease, trace, span, pol, token, now, expires}, true
 }
 
 // Claim creates the record of req.ID, or takes over a RETRYABLE, REJECTED
@@ -182,7 +183,7 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 	}
 	leaseUntil := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 	expires := now.Add(orDefault(req.Retention, ledger.DefaultRetention))
-	row := &claimRow{tenant: req.Tenant, tool: req.Tool, key: req.Key, session: req.Session, fingerprint: req.Fingerprint,
+	row := &claimRow{tenant: req.Tenant, layer: req.Layer, tool: req.Tool, key: req.Key, session: req.Session, fingerprint: req.Fingerprint,
 		arguments: []byte(req.Arguments), state: string(state), owner: req.Owner, leaseUntil: leaseUntil,
 		traceID: req.TraceID, spanID: req.SpanID, policy: string(req.ReusePolicy), token: token, now: now, expires: expires}
 	args := row.args()
@@ -205,7 +206,7 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 			return ledger.Claim{}, err
 		}
 		err = s.with(ctx, func(c *pgxpool.Conn) error {
-			rec, _, err := scanRecord(c.QueryRow(ctx, claimSelect, req.Tenant, req.Tool, req.Key))
+			rec, _, err := scanRecord(c.QueryRow(ctx, claimSelect, req.Tenant, req.Layer, req.Tool, req.Key))
 			if err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 			b := &pgx.Batch{}
 			b.Queue(claimReplaceExpired, args...)
 			b.Queue(claimReclaim, args...)
-			b.Queue(claimSelect, req.Tenant, req.Tool, req.Key)
+			b.Queue(claimSelect, req.Tenant, req.Layer, req.Tool, req.Key)
 			br := c.SendBatch(ctx, b)
 			defer br.Close()
 			for range 2 {

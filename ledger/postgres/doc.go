@@ -1,7 +1,7 @@
 // Package postgres is the ledger.Store that many processes and hosts share:
 // agent runtimes on several machines, or replicas of one MCP server, claim
 // operations against one PostgreSQL database, and its primary key on
-// (tenant, tool, key) decides which caller executes.
+// (tenant, layer, tool, key) decides which caller executes.
 //
 //	st, err := postgres.Open(ctx, "postgres://app:secret@db:5432/app", nil)
 //	if err != nil {

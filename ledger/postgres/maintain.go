@@ -19,7 +19,7 @@ import (
 // PENDING_APPROVAL lease ran nothing (REJECTED). Owner and fence stay, so
 // the late result of that owner can still be matched.
 const expireBatch = `WITH due AS (
-		SELECT tenant, tool, key FROM records
+		SELECT tenant, layer, tool, key FROM records
 		WHERE state IN ('PROCESSING', 'PENDING_APPROVAL') AND lease_until <= $1
 		ORDER BY lease_until
 		LIMIT $2
@@ -32,8 +32,8 @@ const expireBatch = `WITH due AS (
 			ELSE 'the approval lease of owner ' || r.owner || ' ended before anyone answered' END,
 		lease_until = NULL, updated_at = $1
 	FROM due
-	WHERE r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
-	RETURNING r.tenant, r.tool, r.key, r.watched`
+	WHERE r.tenant = due.tenant AND r.layer = due.layer AND r.tool = due.tool AND r.key = due.key
+	RETURNING r.tenant, r.layer, r.tool, r.key, r.watched`
 
 // ExpireLeases turns every PROCESSING record whose lease has ended into
 // UNKNOWN, and every such PENDING_APPROVAL record into REJECTED, and
@@ -58,7 +58,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 						id ledger.ID
 						w  bool
 					)
-					if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key, &w); err != nil {
+					if err := rows.Scan(&id.Tenant, &id.Layer, &id.Tool, &id.Key, &w); err != nil {
 						return err
 					}
 					ids, watched = append(ids, id), append(watched, w)
@@ -84,7 +84,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 // ran nothing, so there is nothing for a tombstone to guard: it is deleted. $5 is this
 // call's token: a tombstone made by this call is not due again within it.
 const purgeBatch = `WITH due AS (
-		SELECT tenant, tool, key, (reuse_policy = 'verify' AND NOT tombstone AND state <> 'REJECTED') AS keep
+		SELECT tenant, layer, tool, key, (reuse_policy = 'verify' AND NOT tombstone AND state <> 'REJECTED') AS keep
 		FROM records
 		WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 			AND (expires_at <= $1 OR ($2::timestamptz IS NOT NULL AND updated_at < $2))
@@ -93,14 +93,14 @@ const purgeBatch = `WITH due AS (
 		FOR UPDATE SKIP LOCKED),
 	gone AS (
 		DELETE FROM records r USING due
-		WHERE NOT due.keep AND r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
+		WHERE NOT due.keep AND r.tenant = due.tenant AND r.layer = due.layer AND r.tool = due.tool AND r.key = due.key
 		RETURNING 1),
 	kept AS (
 		UPDATE records r SET tombstone = true, session = '', arguments = NULL, result = NULL,
 			compacted = false, error_kind = '', error_message = '', approval = NULL,
 			trace_id = '', span_id = '', expires_at = $4::timestamptz + (r.expires_at - r.created_at), updated_at = $4, op_token = $5
 		FROM due
-		WHERE due.keep AND r.tenant = due.tenant AND r.tool = due.tool AND r.key = due.key
+		WHERE due.keep AND r.tenant = due.tenant AND r.layer = due.layer AND r.tool = due.tool AND r.key = due.key
 		RETURNING 1)
 	SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept), (SELECT count(*) FROM due)`
 

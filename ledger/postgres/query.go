@@ -19,7 +19,7 @@ import (
 
 // recordCols is the column list every query that returns records selects,
 // in the order scanRecord reads them.
-const recordCols = `tenant, tool, key, session, fingerprint, arguments, state, attempts, fence,
+const recordCols = `tenant, layer, tool, key, session, fingerprint, arguments, state, attempts, fence,
 	result, compacted, error_kind, error_message, owner, lease_until,
 	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token, watched`
 
@@ -39,7 +39,7 @@ func scanRecord(row pgx.Row) (*ledger.Record, rowMeta, error) {
 		approval   []byte
 		meta       rowMeta
 	)
-	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts, &r.Fence,
+	err := row.Scan(&r.Tenant, &r.Layer, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts, &r.Fence,
 		&r.Result, &r.Compacted, &r.ErrorKind, &r.ErrorMessage, &r.Owner, &leaseUntil,
 		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &meta.token, &meta.watched)
 	if err != nil {
@@ -85,11 +85,11 @@ func scanRecords(rows pgx.Rows) ([]*ledger.Record, error) {
 	return out, rows.Err()
 }
 
-// notifyPayload names id in notifications: the md5 of tenant, tool and key,
-// short and free of the 8000-byte payload limit whatever the tool name. A
-// collision only wakes a follower that then reads its record again.
+// notifyPayload names id in notifications: the md5 of tenant, layer, tool
+// and key, short and free of the 8000-byte payload limit whatever the tool
+// name. A collision only wakes a follower that then reads its record again.
 func notifyPayload(id ledger.ID) string {
-	sum := md5.Sum([]byte(id.Tenant + "\x1f" + id.Tool + "\x1f" + id.Key))
+	sum := md5.Sum([]byte(id.Tenant + "\x1f" + id.Layer + "\x1f" + id.Tool + "\x1f" + id.Key))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -113,12 +113,12 @@ func (s *Store) get(ctx context.Context, id ledger.ID) (*ledger.Record, rowMeta,
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			var err error
 			rec, meta, err = scanRecord(c.QueryRow(ctx, `SELECT `+recordCols+` FROM records
-				WHERE tenant = $1 AND tool = $2 AND key = $3`, id.Tenant, id.Tool, id.Key))
+				WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4`, id.Tenant, id.Layer, id.Tool, id.Key))
 			return err
 		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, meta, fmt.Errorf("%w: tenant %q tool %q key %s", ledger.ErrNotFound, id.Tenant, id.Tool, ledger.ShortHash(id.Key))
+		return nil, meta, fmt.Errorf("%w: tenant %q layer %q tool %q key %s", ledger.ErrNotFound, id.Tenant, id.Layer, id.Tool, ledger.ShortHash(id.Key))
 	}
 	if err != nil {
 		return nil, meta, fmt.Errorf("postgres: get: %w", err)
@@ -126,8 +126,9 @@ func (s *Store) get(ctx context.Context, id ledger.ID) (*ledger.Record, rowMeta,
 	return rec, meta, nil
 }
 
-// FindRecent returns the records of (tenant, session, tool, fingerprint)
-// created at or after q.Since, newest first.
+// FindRecent returns the records of (tenant, layer, session, tool,
+// fingerprint) created at or after q.Since, newest first. The layer matches
+// exactly, the empty one included.
 func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger.Record, error) {
 	if err := ledger.ValidateTenant(q.Tenant); err != nil {
 		return nil, err
@@ -136,9 +137,9 @@ func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			rows, err := c.Query(ctx, `SELECT `+recordCols+` FROM records
-				WHERE tenant = $1 AND session = $2 AND tool = $3 AND fingerprint = $4 AND created_at >= $5
-				ORDER BY created_at DESC, tool DESC, key DESC`,
-				q.Tenant, q.Session, q.Tool, q.Fingerprint, q.Since.UTC())
+				WHERE tenant = $1 AND layer = $2 AND session = $3 AND tool = $4 AND fingerprint = $5 AND created_at >= $6
+				ORDER BY created_at DESC, tool DESC, key DESC, layer DESC`,
+				q.Tenant, q.Layer, q.Session, q.Tool, q.Fingerprint, q.Since.UTC())
 			if err != nil {
 				return err
 			}
@@ -153,7 +154,7 @@ func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger
 }
 
 // List returns one page of a tenant's records, newest first by
-// (CreatedAt, Tool, Key), and the cursor of the next page.
+// (CreatedAt, Tool, Key, Layer), and the cursor of the next page.
 func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
 	if err := ledger.ValidateTenant(f.Tenant); err != nil {
 		return ledger.Page{}, err
@@ -166,6 +167,9 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.Layer != "" {
+		add("layer = $?", f.Layer)
 	}
 	if f.Session != "" {
 		add("session = $?", f.Session)
@@ -184,14 +188,14 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 		if err != nil {
 			return ledger.Page{}, err
 		}
-		args = append(args, cur.CreatedAt.UTC(), cur.Tool, cur.Key)
+		args = append(args, cur.CreatedAt.UTC(), cur.Tool, cur.Key, cur.Layer)
 		n := len(args)
-		where = append(where, fmt.Sprintf("(created_at, tool, key) < ($%d, $%d, $%d)", n-2, n-1, n))
+		where = append(where, fmt.Sprintf("(created_at, tool, key, layer) < ($%d, $%d, $%d, $%d)", n-3, n-2, n-1, n))
 	}
 	limit := f.PageSize()
 	args = append(args, limit+1)
 	sql := `SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY created_at DESC, tool DESC, key DESC LIMIT $` + strconv.Itoa(len(args))
+		` ORDER BY created_at DESC, tool DESC, key DESC, layer DESC LIMIT $` + strconv.Itoa(len(args))
 
 	var recs []*ledger.Record
 	err := s.retry(ctx, func() error {

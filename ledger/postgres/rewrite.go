@@ -16,7 +16,7 @@ var _ ledger.PayloadRewriter = (*Store)(nil)
 const rewritePage = 200
 
 // RewritePayloads implements ledger.PayloadRewriter. It walks the records
-// in (tenant, tool, key) order in pages, calls fn outside any transaction,
+// in (tenant, layer, tool, key) order in pages, calls fn outside any transaction,
 // and writes a page's changes in one transaction, each conditional on the
 // payloads it read. A walk cut short by a lost connection is safe to run
 // again: every record it reaches is judged by what is stored then.
@@ -29,9 +29,9 @@ func (s *Store) RewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 	total := 0
 	var after ledger.ID
 	for first := true; ; first = false {
-		rows, err := s.pool.Query(ctx, `SELECT tenant, tool, key, arguments, result FROM records
-			WHERE $1 OR (tenant, tool, key) > ($2, $3, $4)
-			ORDER BY tenant, tool, key LIMIT $5`, first, after.Tenant, after.Tool, after.Key, rewritePage)
+		rows, err := s.pool.Query(ctx, `SELECT tenant, layer, tool, key, arguments, result FROM records
+			WHERE $1 OR (tenant, layer, tool, key) > ($2, $3, $4, $5)
+			ORDER BY tenant, layer, tool, key LIMIT $6`, first, after.Tenant, after.Layer, after.Tool, after.Key, rewritePage)
 		if err != nil {
 			return total, fmt.Errorf("postgres: rewrite payloads: %w", err)
 		}
@@ -39,7 +39,7 @@ func (s *Store) RewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 		n := 0
 		for rows.Next() {
 			var c change
-			if err := rows.Scan(&c.id.Tenant, &c.id.Tool, &c.id.Key, &c.oldArgs, &c.oldResult); err != nil {
+			if err := rows.Scan(&c.id.Tenant, &c.id.Layer, &c.id.Tool, &c.id.Key, &c.oldArgs, &c.oldResult); err != nil {
 				rows.Close()
 				return total, fmt.Errorf("postgres: rewrite payloads: %w", err)
 			}
@@ -64,9 +64,9 @@ func (s *Store) RewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 			err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 				for _, c := range changes {
 					tag, err := tx.Exec(ctx, `UPDATE records SET arguments = $1, result = $2
-						WHERE tenant = $3 AND tool = $4 AND key = $5
-							AND arguments IS NOT DISTINCT FROM $6 AND result IS NOT DISTINCT FROM $7`,
-						c.newArgs, c.newResult, c.id.Tenant, c.id.Tool, c.id.Key, c.oldArgs, c.oldResult)
+						WHERE tenant = $3 AND layer = $4 AND tool = $5 AND key = $6
+							AND arguments IS NOT DISTINCT FROM $7 AND result IS NOT DISTINCT FROM $8`,
+						c.newArgs, c.newResult, c.id.Tenant, c.id.Layer, c.id.Tool, c.id.Key, c.oldArgs, c.oldResult)
 					if err != nil {
 						return err
 					}

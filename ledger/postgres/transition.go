@@ -67,8 +67,8 @@ var transitionSQLs sync.Map // transitionShape -> string
 // sets only what the transition writes: the owner changes only when the
 // record enters a leased state, and a transition that says nothing about
 // the result, error or approval leaves them as they were. Its parameters
-// are $1-$3 the ID, $4 lease_until, $5 the attempts to add, $6 the write
-// token, $7 updated_at, then in this order those the shape has: the new
+// are $1-$4 the ID, $5 lease_until, $6 the attempts to add, $7 the write
+// token, $8 updated_at, then in this order those the shape has: the new
 // owner, result and compacted, error kind and message, approval, the owner
 // checked and the fence checked; transitionArgs lists them.
 //
@@ -95,13 +95,13 @@ func transitionSQL(sh transitionShape) string {
 // transition of shape sh, naming parameter i (from 1) ref(i), and lists
 // the parameters' types.
 func transitionParts(sh transitionShape, ref func(int) string) (set []string, where string, types []string) {
-	types = []string{"text", "text", "text", "timestamptz", "integer", "bytea", "timestamptz"}
+	types = []string{"text", "text", "text", "text", "timestamptz", "integer", "bytea", "timestamptz"}
 	param := func(typ string) string {
 		types = append(types, typ)
 		return ref(len(types))
 	}
-	set = []string{"state = '" + string(sh.to) + "'", "lease_until = " + ref(4), "attempts = attempts + " + ref(5),
-		"op_token = " + ref(6), "updated_at = " + ref(7)}
+	set = []string{"state = '" + string(sh.to) + "'", "lease_until = " + ref(5), "attempts = attempts + " + ref(6),
+		"op_token = " + ref(7), "updated_at = " + ref(8)}
 	if sh.to.Waiting() {
 		set = append(set, "owner = "+param("text"))
 	}
@@ -117,7 +117,7 @@ func transitionParts(sh transitionShape, ref func(int) string) (set []string, wh
 	if sh.approval {
 		set = append(set, "approval = "+param("jsonb"))
 	}
-	where = "tenant = " + ref(1) + " AND tool = " + ref(2) + " AND key = " + ref(3) + " AND NOT tombstone\n\t\tAND state = '" + string(sh.from) + "'"
+	where = "tenant = " + ref(1) + " AND layer = " + ref(2) + " AND tool = " + ref(3) + " AND key = " + ref(4) + " AND NOT tombstone\n\t\tAND state = '" + string(sh.from) + "'"
 	if sh.from.Waiting() {
 		where += " AND owner = " + param("text")
 	}
@@ -150,7 +150,7 @@ func mergedTransitionSQL(sh transitionShape) string {
 	q := `UPDATE records SET ` + strings.Join(set, ", ") + `
 	FROM unnest(` + strings.Join(arrays, ", ") + `) AS u(` + strings.Join(names, ", ") + `)
 	WHERE ` + where + `
-	RETURNING tenant, tool, key, ` + strings.Join(sh.returning(), ", ")
+	RETURNING tenant, layer, tool, key, ` + strings.Join(sh.returning(), ", ")
 	mergedSQLs.Store(sh, q)
 	return q
 }
@@ -209,7 +209,7 @@ func collect[T any](ws []*write, j int) (any, bool) {
 // transitionArgs lists the parameters of transitionSQL(sh) for t.
 func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Time, token []byte, now time.Time,
 	kind, msg *string, approval []byte) []any {
-	args := []any{t.Tenant, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
+	args := []any{t.Tenant, t.Layer, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
 	if sh.to.Waiting() {
 		args = append(args, newOwner(t))
 	}
@@ -449,10 +449,10 @@ func (s *Store) Renew(ctx context.Context, l ledger.Lease, d time.Duration) erro
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			now := s.clock()
-			tag, err := c.Exec(ctx, `UPDATE records SET lease_until = $6, updated_at = $7
-				WHERE tenant = $1 AND tool = $2 AND key = $3 AND NOT tombstone
-					AND state IN ('PROCESSING', 'PENDING_APPROVAL') AND owner = $4 AND fence = $5`,
-				l.Tenant, l.Tool, l.Key, l.Owner, l.Fence, now.Add(orDefault(d, ledger.DefaultLease)), now)
+			tag, err := c.Exec(ctx, `UPDATE records SET lease_until = $7, updated_at = $8
+				WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4 AND NOT tombstone
+					AND state IN ('PROCESSING', 'PENDING_APPROVAL') AND owner = $5 AND fence = $6`,
+				l.Tenant, l.Layer, l.Tool, l.Key, l.Owner, l.Fence, now.Add(orDefault(d, ledger.DefaultLease)), now)
 			n = tag.RowsAffected()
 			return err
 		})

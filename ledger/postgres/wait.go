@@ -104,8 +104,8 @@ func (s *Store) watch(ctx context.Context, id ledger.ID) (bool, error) {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			tag, err := c.Exec(ctx, `UPDATE records SET watched = true
 				FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
-				WHERE tenant = $1 AND tool = $2 AND key = $3 AND state IN ('PROCESSING', 'PENDING_APPROVAL')`,
-				id.Tenant, id.Tool, id.Key)
+				WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4 AND state IN ('PROCESSING', 'PENDING_APPROVAL')`,
+				id.Tenant, id.Layer, id.Tool, id.Key)
 			n = tag.RowsAffected()
 			return err
 		})

@@ -162,3 +162,24 @@ func TestPollFallback(t *testing.T) {
 	}
 	expectSettled(ctx, t, got, "by polling")
 }
+
+// The records of one key in two layers are woken apart: their
+// notification payloads differ, and each carries every part of the ID.
+func TestNotifyPayloadPerLayer(t *testing.T) {
+	base := ledger.ID{Tenant: "t", Tool: "pay", Key: "k"}
+	seen := map[string]ledger.ID{}
+	for _, layer := range []string{"", ledger.LayerClient, ledger.LayerProxy, ledger.LayerServer} {
+		id := base
+		id.Layer = layer
+		p := notifyPayload(id)
+		if other, ok := seen[p]; ok {
+			t.Errorf("notifyPayload(%+v) = notifyPayload(%+v) = %s; want one payload per layer", id, other, p)
+		}
+		seen[p] = id
+	}
+	// The separator keeps the layer and the tool apart.
+	if notifyPayload(ledger.ID{Tenant: "t", Layer: "client", Tool: "pay", Key: "k"}) ==
+		notifyPayload(ledger.ID{Tenant: "t", Layer: "", Tool: "clientpay", Key: "k"}) {
+		t.Errorf("a layer and a tool run together give one payload")
+	}
+}

@@ -43,7 +43,7 @@ func (s *Store) getRaw(ctx context.Context, id ledger.ID) (*ledger.Record, error
 			return err
 		}
 		rows, err := q.QueryContext(ctx, selectRecord, []driver.NamedValue{
-			{Ordinal: 1, Value: id.Tenant}, {Ordinal: 2, Value: id.Tool}, {Ordinal: 3, Value: id.Key},
+			{Ordinal: 1, Value: id.Tenant}, {Ordinal: 2, Value: id.Layer}, {Ordinal: 3, Value: id.Tool}, {Ordinal: 4, Value: id.Key},
 		})
 		if err != nil {
 			return err
@@ -63,7 +63,7 @@ func (s *Store) getRaw(ctx context.Context, id ledger.ID) (*ledger.Record, error
 }
 
 // numColumns is the length of the columns list.
-const numColumns = 23
+const numColumns = 24
 
 // valueScanner assigns driver values to scanRecord's destinations by type,
 // without reflection.

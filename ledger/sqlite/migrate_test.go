@@ -53,7 +53,15 @@ func TestMigrateFromVersion2(t *testing.T) {
 		t.Fatalf("Open(a version 2 ledger) = %v", err)
 	}
 	defer st.Close()
-	id := func(key string) ledger.ID { return ledger.ID{Tenant: "acme", Tool: "create_payment", Key: key} }
+	// Owners without the server guard's label: the client's layer.
+	id := func(key string) ledger.ID {
+		return ledger.ID{Tenant: "acme", Layer: ledger.LayerClient, Tool: "create_payment", Key: key}
+	}
+	claimReq := func(key, owner string) ledger.ClaimRequest {
+		r := claimReq(key, owner)
+		r.Layer = ledger.LayerClient
+		return r
+	}
 	for _, key := range []string{"done", "retry", "prompt", "running"} {
 		r, err := st.Get(ctx, id(key))
 		if err != nil || r.Fence != 1 || r.Attempts != 1 || r.Owner != "old-owner" || string(r.Arguments) != "{}" {
@@ -97,6 +105,68 @@ func TestMigrateFromVersion2(t *testing.T) {
 	}
 	if indexes != 6 {
 		t.Errorf("records has %d of its 6 indexes after the rebuild", indexes)
+	}
+}
+
+// A ledger written before layers opens with each record in the layer its
+// owner names: the server guard's owners (server-…, mcpgo-server-…) in
+// the server layer, all others in the client layer. The same key can then
+// be claimed in another layer, and List shows both.
+func TestMigrateToLayers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	now := ledgertest.Start
+	n := now.UnixNano()
+	var stmts []string
+	for _, name := range []string{"0001_records.sql", "0002_events.sql", "0003_lifecycle.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(b))
+	}
+	row := func(key, owner string) string {
+		return `INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state, attempts, owner,
+			result, created_at, updated_at, expires_at) VALUES ('acme', 'create_payment', '` + key + `', 's1',
+			'fp-a', X'7B7D', 'SUCCEEDED', 1, '` + owner + `', X'7B7D', ` + itoa(n) + `, ` + itoa(n) + `, ` +
+			itoa(now.Add(time.Hour).UnixNano()) + `)`
+	}
+	stmts = append(stmts,
+		row("paid-at-server", "server-ab12@host#1.2.x"),
+		row("paid-by-mcpgo-server", "mcpgo-server-ab12@host#1.2.x"),
+		row("sent-by-client", "client-cd34@host#1.2.x"),
+		row("sent-by-hand", "agentctl"),
+		"PRAGMA user_version = 3",
+		"PRAGMA application_id = 1296257100", // "MCPL"
+	)
+	rawExec(t, path, stmts...)
+
+	st, err := sqlite.Open(ctx, path, &sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatalf("Open(a version 3 ledger) = %v", err)
+	}
+	defer st.Close()
+	for key, layer := range map[string]string{
+		"paid-at-server": ledger.LayerServer, "paid-by-mcpgo-server": ledger.LayerServer,
+		"sent-by-client": ledger.LayerClient, "sent-by-hand": ledger.LayerClient,
+	} {
+		r, err := st.Get(ctx, ledger.ID{Tenant: "acme", Layer: layer, Tool: "create_payment", Key: key})
+		if err != nil || r.State != ledger.StateSucceeded || r.Layer != layer {
+			t.Errorf("Get(%q, layer %s) after migration = %v, %v; want the SUCCEEDED record in layer %s", key, layer, stateOf(r), err, layer)
+		}
+	}
+	c := claimReq("sent-by-client", "server-ef56")
+	c.Layer = ledger.LayerServer
+	if cl, err := st.Claim(ctx, c); err != nil || !cl.Won || cl.Record.Fence != 1 {
+		t.Errorf("the server layer's claim of a key the client layer holds = {Won: %v, Fence: %d}, %v; want a new record at fence 1", cl.Won, fenceOf(cl), err)
+	}
+	p, err := st.List(ctx, ledger.Filter{Tenant: "acme"})
+	if err != nil || len(p.Records) != 5 {
+		t.Fatalf("List after migration and one claim = %d records, %v; want 5", len(p.Records), err)
+	}
+	p, err = st.List(ctx, ledger.Filter{Tenant: "acme", Layer: ledger.LayerServer})
+	if err != nil || len(p.Records) != 3 {
+		t.Errorf("List(layer server) = %d records, %v; want 3", len(p.Records), err)
 	}
 }
 

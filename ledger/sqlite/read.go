@@ -11,7 +11,7 @@ import (
 )
 
 // order is the one record order of List and FindRecent.
-const order = ` ORDER BY created_at DESC, tool DESC, key DESC`
+const order = ` ORDER BY created_at DESC, tool DESC, key DESC, layer DESC`
 
 // Get implements ledger.Store.
 func (s *Store) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
@@ -34,9 +34,9 @@ func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger
 		return nil, err
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+columns+` FROM records
-		WHERE tenant = ? AND session = ? AND tool = ? AND fingerprint = ?
+		WHERE tenant = ? AND layer = ? AND session = ? AND tool = ? AND fingerprint = ?
 			AND created_at >= ?`+order,
-		q.Tenant, q.Session, q.Tool, q.Fingerprint, nanos(q.Since))
+		q.Tenant, q.Layer, q.Session, q.Tool, q.Fingerprint, nanos(q.Since))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: find recent: %w", s.classify(err))
 	}
@@ -48,7 +48,7 @@ func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger
 }
 
 // List implements ledger.Store. The cursor is a row-value bound on the
-// (created_at, tool, key) order, so pages stay stable while records are
+// (created_at, tool, key, layer) order, so pages stay stable while records are
 // added.
 func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
 	if err := ledger.ValidateTenant(f.Tenant); err != nil {
@@ -61,6 +61,9 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 		where.WriteString(" AND ")
 		where.WriteString(cond)
 		args = append(args, v...)
+	}
+	if f.Layer != "" {
+		add("layer = ?", f.Layer)
 	}
 	if f.Session != "" {
 		add("session = ?", f.Session)
@@ -82,7 +85,7 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 		if err != nil {
 			return ledger.Page{}, err
 		}
-		add("(created_at, tool, key) < (?, ?, ?)", nanos(c.CreatedAt), c.Tool, c.Key)
+		add("(created_at, tool, key, layer) < (?, ?, ?, ?)", nanos(c.CreatedAt), c.Tool, c.Key, c.Layer)
 	}
 	limit := f.PageSize()
 	where.WriteString(order + ` LIMIT ?`)

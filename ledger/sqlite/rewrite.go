@@ -43,7 +43,7 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 	}
 	total := 0
 	for after := int64(0); ; {
-		rows, err := s.rdb.QueryContext(ctx, `SELECT id, tenant, tool, key, arguments, result
+		rows, err := s.rdb.QueryContext(ctx, `SELECT id, tenant, layer, tool, key, arguments, result
 			FROM records WHERE id > ? ORDER BY id LIMIT ?`, after, rewritePage)
 		if err != nil {
 			return total, fmt.Errorf("sqlite: rewrite payloads: %w", s.classify(err))
@@ -55,7 +55,7 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 				c  change
 				id ledger.ID
 			)
-			if err := rows.Scan(&c.row, &id.Tenant, &id.Tool, &id.Key, &c.oldArgs, &c.oldResult); err != nil {
+			if err := rows.Scan(&c.row, &id.Tenant, &id.Layer, &id.Tool, &id.Key, &c.oldArgs, &c.oldResult); err != nil {
 				rows.Close()
 				return total, fmt.Errorf("sqlite: rewrite payloads: %w", s.classify(err))
 			}

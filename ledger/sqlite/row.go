@@ -11,7 +11,7 @@ import (
 
 // columns is the select list every read and RETURNING clause uses, in the
 // order scanRecord expects.
-const columns = `tenant, tool, key, session, fingerprint, arguments, state,
+const columns = `tenant, layer, tool, key, session, fingerprint, arguments, state,
 	attempts, fence, result, compacted, error_kind, error_message, owner, lease_until,
 	approval, trace_id, span_id, reuse_policy, tombstone, created_at,
 	updated_at, expires_at`
@@ -33,7 +33,7 @@ func scanRecord(row scanner) (*ledger.Record, error) {
 		leaseUntil, created, updated, expi int64
 		state, policy                      string
 	)
-	err := row.Scan(&r.Tenant, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &args,
+	err := row.Scan(&r.Tenant, &r.Layer, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &args,
 		&state, &r.Attempts, &r.Fence, &result, &compacted, &r.ErrorKind, &r.ErrorMessage,
 		&r.Owner, &leaseUntil, &approval, &r.TraceID, &r.SpanID, &policy,
 		&tombstone, &created, &updated, &expi)

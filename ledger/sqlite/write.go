@@ -12,11 +12,11 @@ import (
 
 const (
 	// A new key starts at fence 1, the column's default.
-	insertClaim = `INSERT INTO records (tenant, tool, key, session, fingerprint,
+	insertClaim = `INSERT INTO records (tenant, layer, tool, key, session, fingerprint,
 		arguments, state, owner, lease_until, trace_id, span_id, reuse_policy,
 		created_at, updated_at, expires_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (tenant, tool, key) DO NOTHING`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (tenant, layer, tool, key) DO NOTHING`
 
 	// replaceExpired turns a settled record past its retention into a new
 	// operation (the Reexecute policy). Tombstones are never replaced. The
@@ -27,7 +27,7 @@ const (
 		lease_until = ?, approval = NULL, trace_id = ?, span_id = ?,
 		reuse_policy = ?, tombstone = 0, created_at = ?, updated_at = ?,
 		expires_at = ?
-	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND expires_at <= ? AND state IN ` + settledList + `
 	RETURNING ` + columns
 
@@ -46,12 +46,12 @@ const (
 		reuse_policy = CASE state WHEN 'REJECTED' THEN ? ELSE reuse_policy END,
 		approval = CASE state WHEN 'REJECTED' THEN NULL ELSE approval END,
 		trace_id = ?, span_id = ?, updated_at = ?, expires_at = ?
-	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND (state = 'REJECTED' OR (state = 'RETRYABLE' AND fingerprint = ?))
 	RETURNING ` + columns
 
 	selectRecord = `SELECT ` + columns + ` FROM records
-	WHERE tenant = ? AND tool = ? AND key = ?`
+	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ?`
 
 	// A NULL owner, result or error keeps the stored value: the owner
 	// changes only when the record enters PROCESSING, and a transition that
@@ -66,12 +66,12 @@ const (
 		error_message = coalesce(?, error_message),
 		approval = coalesce(?, approval), attempts = attempts + ?,
 		updated_at = ?
-	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND state = ? AND (? = 0 OR owner = ?) AND (? = 0 OR fence = ?)
 	RETURNING ` + columns
 
 	renew = `UPDATE records SET lease_until = ?, updated_at = ?
-	WHERE tenant = ? AND tool = ? AND key = ? AND tombstone = 0
+	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND state IN ('PROCESSING', 'PENDING_APPROVAL') AND owner = ? AND fence = ?`
 
 	// An expired PROCESSING lease may have run the call (UNKNOWN); an
@@ -85,7 +85,7 @@ const (
 			ELSE 'the approval lease of ' || owner || ' ended before anyone answered' END,
 		lease_until = 0, updated_at = ?
 	WHERE state IN ('PROCESSING', 'PENDING_APPROVAL') AND lease_until <= ?
-	RETURNING tenant, tool, key`
+	RETURNING tenant, layer, tool, key`
 
 	// Purge matches settled records past retention, or not updated since
 	// a cut-off when one is given.
@@ -145,7 +145,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		out, claimErr = ledger.Claim{}, nil
 		if tx.autocommit() {
 			// A read outside a transaction: no write lock.
-			r, err := scanRecord(tx.readRow(ctx, selectRecord, req.Tenant, req.Tool, req.Key))
+			r, err := scanRecord(tx.readRow(ctx, selectRecord, req.Tenant, req.Layer, req.Tool, req.Key))
 			if err == nil && !ledger.Claimable(r, req.Fingerprint, now) {
 				out, claimErr = ledger.Follow("sqlite", r, req)
 				return nil, nil
@@ -157,7 +157,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		leaseUntil := nanos(now.Add(lease))
 		n, exp := nanos(now), nanos(now.Add(retention))
 		res, err := tx.ExecContext(ctx, insertClaim,
-			req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint,
+			req.Tenant, req.Layer, req.Tool, req.Key, req.Session, req.Fingerprint,
 			blob(req.Arguments), string(state), req.Owner, leaseUntil, req.TraceID,
 			req.SpanID, string(policy), n, n, exp)
 		if err != nil {
@@ -183,7 +183,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		r, err := scanRecord(tx.QueryRowContext(ctx, replaceExpired,
 			req.Session, req.Fingerprint, blob(req.Arguments), string(state),
 			req.Owner, leaseUntil, req.TraceID, req.SpanID, string(policy), n, n, exp,
-			req.Tenant, req.Tool, req.Key, n))
+			req.Tenant, req.Layer, req.Tool, req.Key, n))
 		if err == nil {
 			out = ledger.Claim{Record: r, Won: true}
 			return []ledger.ID{req.ID}, nil
@@ -195,7 +195,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 			string(state), req.Owner, leaseUntil,
 			req.Session, req.Fingerprint, blob(req.Arguments), string(policy),
 			req.TraceID, req.SpanID, n, exp,
-			req.Tenant, req.Tool, req.Key, req.Fingerprint))
+			req.Tenant, req.Layer, req.Tool, req.Key, req.Fingerprint))
 		if err == nil {
 			out = ledger.Claim{Record: r, Won: true}
 			return []ledger.ID{req.ID}, nil
@@ -203,7 +203,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: claim: reclaim record: %w", err)
 		}
-		r, err = scanRecord(tx.QueryRowContext(ctx, selectRecord, req.Tenant, req.Tool, req.Key))
+		r, err = scanRecord(tx.QueryRowContext(ctx, selectRecord, req.Tenant, req.Layer, req.Tool, req.Key))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: claim: read existing record: %w", err)
 		}
@@ -272,7 +272,7 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		r, err := scanRecord(tx.QueryRowContext(ctx, transition,
 			string(t.To), owner, leaseUntil, addFence, result, result, t.Compacted,
 			kind, msg, approval, t.AddAttempts, nanos(now),
-			t.Tenant, t.Tool, t.Key, string(t.From), checkOwner, t.Owner, checkFence, t.Fence))
+			t.Tenant, t.Layer, t.Tool, t.Key, string(t.From), checkOwner, t.Owner, checkFence, t.Fence))
 		if err == nil {
 			rec = r
 			return []ledger.ID{t.ID}, nil
@@ -284,7 +284,7 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 			// Tell why inside a transaction, from a consistent view.
 			return nil, errNeedTx
 		}
-		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, t.Tenant, t.Tool, t.Key))
+		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, t.Tenant, t.Layer, t.Tool, t.Key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: transition %s -> %s of %s key %s: %w", t.From, t.To, t.Tool, ledger.ShortHash(t.Key), ledger.ErrNotFound)
 		}
@@ -303,7 +303,7 @@ func (s *Store) Renew(ctx context.Context, l ledger.Lease, d time.Duration) erro
 	}
 	d = durationOr(d, ledger.DefaultLease)
 	return s.writeSingle(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
-		res, err := tx.ExecContext(ctx, renew, nanos(now.Add(d)), nanos(now), l.Tenant, l.Tool, l.Key, l.Owner, l.Fence)
+		res, err := tx.ExecContext(ctx, renew, nanos(now.Add(d)), nanos(now), l.Tenant, l.Layer, l.Tool, l.Key, l.Owner, l.Fence)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: renew: %w", err)
 		}
@@ -313,7 +313,7 @@ func (s *Store) Renew(ctx context.Context, l ledger.Lease, d time.Duration) erro
 		if tx.autocommit() {
 			return nil, errNeedTx
 		}
-		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, l.Tenant, l.Tool, l.Key))
+		cur, err := scanRecord(tx.QueryRowContext(ctx, selectRecord, l.Tenant, l.Layer, l.Tool, l.Key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: renew %s key %s: no such record: %w", l.Tool, ledger.ShortHash(l.Key), ledger.ErrLeaseLost)
 		}
@@ -338,7 +338,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 		var ids []ledger.ID
 		for rows.Next() {
 			var id ledger.ID
-			if err := rows.Scan(&id.Tenant, &id.Tool, &id.Key); err != nil {
+			if err := rows.Scan(&id.Tenant, &id.Layer, &id.Tool, &id.Key); err != nil {
 				return nil, fmt.Errorf("sqlite: expire leases: %w", err)
 			}
 			ids = append(ids, id)
