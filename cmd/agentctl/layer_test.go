@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 )
 
 // A client and a server guard on one ledger file: each keeps its own
@@ -108,5 +109,36 @@ func TestLayersCallThroughAProxyOnTheSameLedger(t *testing.T) {
 	}
 	if r := e.record("lp-1"); r.State != ledger.StateSucceeded {
 		t.Errorf("the client layer's record of lp-1 = %s; want SUCCEEDED", r.State)
+	}
+}
+
+// The same on one PostgreSQL database, the way a deployment shares one:
+// agentctl call and the payments server's guard on one schema.
+func TestLayersShareAPostgresLedger(t *testing.T) {
+	url := pgtest.Schema(t)
+	e := newE2E(t)
+	e.env = append(e.env, "MCPLEDGER_LEDGER="+url)
+	server := shellJoin([]string{e.payments, "-db", e.payDB, "-ledger", url})
+	start := time.Now()
+	e.run(nil, append([]string{"call", "--server", server, "--yes", "--key", "lay-pg"}, pay...)...).wantExit(t, exitOK)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a call whose client and server share a PostgreSQL ledger took %v", took)
+	}
+	e.run(nil, append([]string{"call", "--server", server, "--yes", "--key", "lay-pg"}, pay...)...).wantExit(t, exitOK)
+	if n := e.paymentsFor("lay-pg"); n != 1 {
+		t.Fatalf("payments for lay-pg = %d; want 1", n)
+	}
+	o := e.run(nil, "--json", "ledger", "show", "lay-pg")
+	o.wantExit(t, exitOK)
+	var layers []string
+	for _, r := range jsonLines[ledger.Record](t, o.stdout) {
+		if r.State != ledger.StateSucceeded {
+			t.Errorf("the %s layer's record is %s; want SUCCEEDED", r.Layer, r.State)
+		}
+		layers = append(layers, r.Layer)
+	}
+	slices.Sort(layers)
+	if !slices.Equal(layers, []string{ledger.LayerClient, ledger.LayerServer}) {
+		t.Errorf("ledger show lay-pg = layers %v; want client and server", layers)
 	}
 }
