@@ -190,24 +190,9 @@ func (c *Client) awaiting(op *operation, rec *ledger.Record, why string) error {
 	return e
 }
 
-// awaitingText is what a model reads about rec, a call that waits for a
-// person's approval; why, when not empty, says why an approval on it does
-// not count.
-func awaitingText(rec *ledger.Record, why string) string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "Not done yet: the call of %s (key %s) awaits a person's approval", rec.Tool, rec.Key)
-	if !rec.LeaseUntil.IsZero() {
-		fmt.Fprintf(&s, " until %s", rec.LeaseUntil.UTC().Format(time.RFC3339))
-	}
-	s.WriteString(". Nothing has run")
-	if why != "" {
-		fmt.Fprintf(&s, "; the approval on it does not count: %s", ledger.OneLine(why, 200))
-	}
-	fmt.Fprintf(&s, ". Tell the user it waits for their approval (agentctl ledger approve %s, or the web console), "+
-		"and do not look for another way to make it happen. Later, call ledger_status with key %q: once it says approved, "+
-		"make the same call again (same tool and arguments) and it runs once; if it was denied or expired, it did not run.", rec.Key, rec.Key)
-	return s.String()
-}
+// awaitingText is the ledger's one text for a call that waits for a
+// person (ledger.AwaitingText).
+var awaitingText = ledger.AwaitingText
 
 // unbound says why rec's approval does not cover this call ("" when it does).
 func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.Time) string {

@@ -166,6 +166,9 @@ func Explain(r *Record) string {
 	if r == nil {
 		return "No such call was found in this session."
 	}
+	if r.State == StatePendingApproval && !r.Tombstone {
+		return AwaitingText(r, "")
+	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "The call of %s with these arguments (key %s) ", r.Tool, r.Key)
 	switch {
@@ -183,8 +186,6 @@ func Explain(r *Record) string {
 			stamp(r.CreatedAt))
 	case r.State == StateProcessing:
 		fmt.Fprintf(&s, "is still in progress (sent %s). Do not issue it again; its outcome will be recorded", stamp(r.CreatedAt))
-	case r.State == StatePendingApproval:
-		fmt.Fprintf(&s, "is waiting for a person's approval (since %s). Do not issue it again", stamp(r.CreatedAt))
 	case r.State == StateDenied:
 		fmt.Fprintf(&s, "was denied on %s", stamp(r.UpdatedAt))
 		if r.Approval != nil && r.Approval.Reason != "" {
@@ -199,6 +200,35 @@ func Explain(r *Record) string {
 		fmt.Fprintf(&s, "was sent on %s but its outcome is unknown: it may or may not have taken effect. A person must reconcile it. Do not issue it again", stamp(r.CreatedAt))
 	}
 	fmt.Fprintf(&s, ". To check on it, call ledger_status with key %q.", r.Key)
+	return s.String()
+}
+
+// AwaitingText is what a model reads about r, a call that waits for a
+// person (PENDING_APPROVAL); why, when not empty, says why an approval on
+// it does not count. A model told "do not issue it again" would never make
+// the call that runs it once approved; told only "try again" it would
+// poll; so the text says to tell the user, ask ledger_status later, and
+// call again once approved. A call already approved (a queued approval not
+// yet used) is told to make the same call again.
+func AwaitingText(r *Record, why string) string {
+	var s strings.Builder
+	if ap := r.Approval; ap != nil && ap.Decision != DecisionDenied && why == "" {
+		fmt.Fprintf(&s, "Not done yet: the call of %s (key %s) was approved by %s on %s and has not run. "+
+			"Make the same call again (same tool and arguments) and it runs once. To check on it, call ledger_status with key %q.",
+			r.Tool, r.Key, OneLine(ap.By, 100), stamp(ap.At), r.Key)
+		return s.String()
+	}
+	fmt.Fprintf(&s, "Not done yet: the call of %s (key %s) awaits a person's approval", r.Tool, r.Key)
+	if !r.LeaseUntil.IsZero() {
+		fmt.Fprintf(&s, " until %s", stamp(r.LeaseUntil))
+	}
+	s.WriteString(". Nothing has run")
+	if why != "" {
+		fmt.Fprintf(&s, "; the approval on it does not count: %s", OneLine(why, 200))
+	}
+	fmt.Fprintf(&s, ". Tell the user it waits for their approval (agentctl ledger approve %s, or the web console), "+
+		"and do not look for another way to make it happen. Later, call ledger_status with key %q: once it says approved, "+
+		"make the same call again (same tool and arguments) and it runs once; if it was denied or expired, it did not run.", r.Key, r.Key)
 	return s.String()
 }
 

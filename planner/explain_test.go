@@ -17,6 +17,8 @@ func TestExplain(t *testing.T) {
 			CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		}
 	}
+	approved := rec(ledger.StatePendingApproval)
+	approved.Approval = &ledger.Approval{Decision: ledger.DecisionApproved, By: "ann", At: at}
 	denied := rec(ledger.StateDenied)
 	denied.Approval = &ledger.Approval{Decision: ledger.DecisionDenied, By: "ann", Reason: "not\tto\nbob"}
 	cases := []struct {
@@ -35,8 +37,14 @@ func TestExplain(t *testing.T) {
 			want: []string{"reported an error", "Do not issue", "ledger_status"}},
 		{name: "in flight", v: planner.Verdict{Decision: planner.InFlight, Record: rec(ledger.StateProcessing)},
 			want: []string{"in progress", "Do not issue", "ledger_status", "2026-03-01T08:15:00Z"}},
+		// A model told "do not issue it again" would never make the call
+		// that runs a queued call once approved: the ledger's one text for
+		// PENDING_APPROVAL says to call again once approved (as the client
+		// and mcp-go answers do).
 		{name: "awaiting approval", v: planner.Verdict{Decision: planner.InFlight, Record: rec(ledger.StatePendingApproval)},
-			want: []string{"approval", "Do not issue", "ledger_status"}},
+			want: []string{"awaits a person's approval", "Nothing has run", "once it says approved", "same call again", `ledger_status with key "k1.abc"`}, absent: []string{"Do not issue"}},
+		{name: "approved, not run yet", v: planner.Verdict{Decision: planner.InFlight, Record: approved},
+			want: []string{"approved by ann", "has not run", "same call again", "runs once", "ledger_status"}, absent: []string{"Do not issue", "awaits"}},
 		{name: "unknown", v: planner.Verdict{Decision: planner.Unknown, Record: rec(ledger.StateUnknown)},
 			want: []string{"outcome is unknown", "may or may not", "person", "Do not issue", "ledger_status"}},
 		{name: "denied", v: planner.Verdict{Decision: planner.Denied, Record: denied},
