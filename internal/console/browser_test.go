@@ -121,6 +121,20 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 
 type css = chromedp.CSS
 
+// waitRows waits up to 20 seconds for sel to match a row (a live update),
+// then fails naming the rows the page has.
+func waitRows(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for rows(t, ctx, sel) == 0 {
+		if time.Now().After(deadline) {
+			ids, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("tr[data-id]")).map(function (tr) { return tr.getAttribute("data-id"); }).join(" ")`))
+			t.Fatalf("%s: no %s after 20s; the rows are %q (%v)", what, sel, ids, err)
+		}
+		run(t, ctx, what+": wait", chromedp.Sleep(50*time.Millisecond))
+	}
+}
+
 func TestConsoleInBrowser(t *testing.T) {
 	r := newRig(t)
 	ctx := browser(t)
@@ -179,11 +193,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	t.Run("approving in the page makes the queued call run", func(t *testing.T) {
-		run(t, ctx, "open the approvals", chromedp.Navigate(r.web.URL+"/approvals"), chromedp.WaitVisible(css(`tr[data-id="default/create_payment/pay-42"]`)))
+		run(t, ctx, "open the approvals", chromedp.Navigate(r.web.URL+"/approvals"), chromedp.WaitVisible(css(`tr[data-id="default/client/create_payment/pay-42"]`)))
 		shoot(t, ctx, shots, "approvals")
-		run(t, ctx, "give a reason", chromedp.SendKeys(css(`tr[data-id="default/create_payment/pay-42"] form.approve input[name="reason"]`), "invoice checked"))
-		submit(t, ctx, "approve pay-42", `tr[data-id="default/create_payment/pay-42"] form.approve button`)
-		status := text(t, ctx, `tr[data-id="default/create_payment/pay-42"] td:nth-child(5)`)
+		run(t, ctx, "give a reason", chromedp.SendKeys(css(`tr[data-id="default/client/create_payment/pay-42"] form.approve input[name="reason"]`), "invoice checked"))
+		submit(t, ctx, "approve pay-42", `tr[data-id="default/client/create_payment/pay-42"] form.approve button`)
+		status := text(t, ctx, `tr[data-id="default/client/create_payment/pay-42"] td:nth-child(6)`)
 		if !strings.Contains(status, "approved by ana") {
 			t.Fatalf("status after approving = %q; want approved by ana; the page says: %s", status, text(t, ctx, "main"))
 		}
@@ -197,10 +211,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		if n := r.runs.Load(); n != 1 {
 			t.Fatalf("create_payment ran %d times; want 1", n)
 		}
-		if rec := r.get(t, "pay-42", "create_payment"); rec.State != ledger.StateSucceeded || rec.Approval.By != "ana" || rec.Approval.Reason != "invoice checked" {
+		if rec := r.get(t, ledger.LayerClient, "create_payment", "pay-42"); rec.State != ledger.StateSucceeded || rec.Approval.By != "ana" || rec.Approval.Reason != "invoice checked" {
 			t.Errorf("pay-42 = %s approval %+v; want SUCCEEDED approved by ana", rec.State, rec.Approval)
 		}
-		run(t, ctx, "open pay-42 again", chromedp.Navigate(r.web.URL+"/record?tool=create_payment&key=pay-42"), chromedp.WaitVisible(css(`#timeline`)))
+		run(t, ctx, "open pay-42 again", chromedp.Navigate(r.web.URL+"/record?layer=client&tool=create_payment&key=pay-42"), chromedp.WaitVisible(css(`#timeline`)))
 		if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "approved by ana") || !strings.Contains(tl, "SUCCEEDED") {
 			t.Errorf("timeline after the run = %q; want the approval and SUCCEEDED", tl)
 		}
@@ -208,7 +222,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	t.Run("reconciling an UNKNOWN changes its state", func(t *testing.T) {
-		row := `tr[data-id="default/refund/refund-9"]`
+		row := `tr[data-id="default//refund/refund-9"]`
 		run(t, ctx, "open the unknown page", chromedp.Navigate(r.web.URL+"/unknown"), chromedp.WaitVisible(css(row)))
 		shoot(t, ctx, shots, "unknown")
 		run(t, ctx, "fill the form",
@@ -218,7 +232,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if n := rows(t, ctx, row); n != 0 {
 			t.Errorf("refund-9 is still listed as UNKNOWN after reconciling it")
 		}
-		rec := r.get(t, "refund-9", "refund")
+		rec := r.get(t, "", "refund", "refund-9")
 		if rec.State != ledger.StateFailed || !strings.Contains(rec.ErrorMessage, "no refund in the bank statement") || !strings.Contains(rec.ErrorMessage, "ana") {
 			t.Fatalf("refund-9 = %s %q; want FAILED with ana's note", rec.State, rec.ErrorMessage)
 		}
@@ -230,7 +244,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if _, err := r.agent.Call(client.WithKey(bg, "invoice-live"), call("send_invoice", map[string]any{"customer": "globex", "amount": 310})); err != nil {
 			t.Fatalf("new call: %v", err)
 		}
-		run(t, ctx, "wait for the new row", chromedp.WaitVisible(css(`#records tr[data-id="default/send_invoice/invoice-live"]`)))
+		run(t, ctx, "wait for the new row", chromedp.WaitVisible(css(`#records tr[data-id="default/client/send_invoice/invoice-live"]`)))
 		if n := rows(t, ctx, `#records tr[data-id]`); n != before+1 {
 			t.Errorf("rows after the new call = %d; want %d", n, before+1)
 		}
@@ -250,4 +264,104 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("screenshot %s: %v", name, err)
 		}
 	}
+}
+
+// Records of one key in several layers, in the browser: a row each, the
+// layer filter (live updates included), each record's page, and an
+// approval of the proxy's record that leaves the client's waiting.
+func TestLayersInBrowser(t *testing.T) {
+	r := newRig(t)
+	ctx := browser(t)
+	shots := t.TempDir()
+	bg := context.Background()
+	r.succeededIn(t, ledger.LayerClient, "refund-7", "refund r-1 issued")
+	r.unknownIn(t, ledger.LayerServer, "refund-7")
+	proxy := r.clientIn(t, ledger.LayerProxy)
+	pay := call("create_payment", map[string]any{"payee": "acme", "amount_cents": 700})
+	for _, c := range []*client.Client{r.agent, proxy} {
+		if _, err := c.Call(client.WithKey(bg, "pay-7"), pay); !errors.Is(err, client.ErrAwaitingApproval) {
+			t.Fatalf("queue pay-7 = %v; want ErrAwaitingApproval", err)
+		}
+	}
+	refundClient, refundServer := `tr[data-id="default/client/refund/refund-7"]`, `tr[data-id="default/server/refund/refund-7"]`
+
+	t.Run("one row per layer", func(t *testing.T) {
+		run(t, ctx, "open the printed URL", chromedp.Navigate(r.web.URL+"/?token="+r.con.Token()), chromedp.WaitVisible(css(`#records`)))
+		if n := rows(t, ctx, `#records tr[data-id]`); n != 4 {
+			t.Fatalf("records page shows %d rows; want 4 (refund-7 in client and server, pay-7 in client and proxy)", n)
+		}
+		for sel, want := range map[string]string{refundClient: "client", refundServer: "server", `tr[data-id="default/proxy/create_payment/pay-7"]`: "proxy"} {
+			if got := text(t, ctx, "#records "+sel+" td.layer"); got != want {
+				t.Errorf("layer cell of %s = %q; want %q", sel, got, want)
+			}
+		}
+		shoot(t, ctx, shots, "records-layers")
+	})
+
+	t.Run("the layer filter keeps one, live updates too", func(t *testing.T) {
+		run(t, ctx, "choose a layer", chromedp.SetValue(css(`#f-layer`), "server"))
+		submit(t, ctx, "filter by layer", `#apply`)
+		if n := rows(t, ctx, `#records tr[data-id]`); n != 1 || rows(t, ctx, "#records "+refundServer) != 1 {
+			t.Fatalf("layer=server shows %d rows; want only the server's refund-7", n)
+		}
+		run(t, ctx, "wait for live updates", chromedp.WaitVisible(css(`#live.on`)))
+		// A new record in layer client, then one in layer server: only the
+		// server's reaches the page.
+		r.succeededIn(t, ledger.LayerClient, "refund-8", "refund r-2 issued")
+		r.unknownIn(t, ledger.LayerServer, "refund-8")
+		waitRows(t, ctx, "wait for the server's new row", `#records tr[data-id="default/server/refund/refund-8"]`)
+		if n := rows(t, ctx, `#records tr[data-id="default/client/refund/refund-8"]`); n != 0 {
+			t.Errorf("the client's refund-8 appeared on the page filtered to layer server")
+		}
+		if got := text(t, ctx, `#records tr[data-id="default/server/refund/refund-8"] td.layer`); got != "server" {
+			t.Errorf("the live row's layer = %q; want server", got)
+		}
+	})
+
+	t.Run("a live record of a key in another layer is a row of its own", func(t *testing.T) {
+		run(t, ctx, "open the records", chromedp.Navigate(r.web.URL+"/"), chromedp.WaitVisible(css(`#live.on`)))
+		before := rows(t, ctx, `#records tr[data-id]`)
+		r.unknownIn(t, ledger.LayerProxy, "refund-7")
+		waitRows(t, ctx, "wait for the proxy's row", `#records tr[data-id="default/proxy/refund/refund-7"]`)
+		if n := rows(t, ctx, `#records tr[data-id]`); n != before+1 {
+			t.Errorf("rows after the proxy's refund-7 = %d; want %d", n, before+1)
+		}
+		if got := text(t, ctx, "#records "+refundClient+" .state"); got != "SUCCEEDED" {
+			t.Errorf("the client's refund-7 row shows %q; want SUCCEEDED, untouched by the proxy's record", got)
+		}
+	})
+
+	t.Run("each record's page shows its own state", func(t *testing.T) {
+		for _, tc := range []struct{ row, layer, state string }{{refundClient, "client", "SUCCEEDED"}, {refundServer, "server", "UNKNOWN"}} {
+			run(t, ctx, "open the records", chromedp.Navigate(r.web.URL+"/"), chromedp.WaitVisible(css(`#records`)))
+			submit(t, ctx, "open the "+tc.layer+"'s refund-7", "#records "+tc.row+" a")
+			if got := text(t, ctx, "#state"); got != tc.state {
+				t.Errorf("the %s's refund-7 page state = %q; want %s", tc.layer, got, tc.state)
+			}
+			if got := text(t, ctx, "#layer"); got != tc.layer {
+				t.Errorf("the %s's refund-7 page layer = %q", tc.layer, got)
+			}
+		}
+		shoot(t, ctx, shots, "record-layer")
+	})
+
+	t.Run("approving the proxy's record leaves the client's waiting", func(t *testing.T) {
+		proxyRow, clientRow := `tr[data-id="default/proxy/create_payment/pay-7"]`, `tr[data-id="default/client/create_payment/pay-7"]`
+		run(t, ctx, "open the approvals", chromedp.Navigate(r.web.URL+"/approvals"), chromedp.WaitVisible(css(proxyRow)))
+		run(t, ctx, "give a reason", chromedp.SendKeys(css(proxyRow+` form.approve input[name="reason"]`), "proxy checked"))
+		submit(t, ctx, "approve the proxy's pay-7", proxyRow+` form.approve button`)
+		if status := text(t, ctx, proxyRow+` td:nth-child(6)`); !strings.Contains(status, "approved by ana") {
+			t.Fatalf("proxy's status = %q; want approved by ana; the page says: %s", status, text(t, ctx, "main"))
+		}
+		if status := text(t, ctx, clientRow+` td:nth-child(6)`); !strings.Contains(status, "waits for a decision") {
+			t.Errorf("client's status = %q; want it still waiting", status)
+		}
+		if rec := r.get(t, ledger.LayerProxy, "create_payment", "pay-7"); rec.Approval == nil || rec.Approval.By != "ana" || rec.Approval.Reason != "proxy checked" {
+			t.Errorf("proxy's pay-7 approval = %+v; want ana's", rec.Approval)
+		}
+		if rec := r.get(t, ledger.LayerClient, "create_payment", "pay-7"); rec.State != ledger.StatePendingApproval || rec.Approval != nil {
+			t.Errorf("client's pay-7 = %s approval %+v; want PENDING_APPROVAL, undecided", rec.State, rec.Approval)
+		}
+		shoot(t, ctx, shots, "approvals-layers")
+	})
 }

@@ -115,6 +115,8 @@ func (c *Console) parse() error {
 		"stamp":      stamp,
 		"lower":      func(s ledger.State) string { return strings.ToLower(string(s)) },
 		"query":      query,
+		"link":       func(r *ledger.Record) template.URL { return recordLink(r.ID) },
+		"rowid":      func(r *ledger.Record) string { return rowID(r.ID) },
 		"percent":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 		"short":      func(s string, n int) string { return ledger.OneLine(s, n) },
 		"seconds":    func(d time.Duration) string { return latency(d) },

@@ -77,6 +77,13 @@ func newRigOn(t *testing.T, st ledger.Store) *rig {
 
 func (r *rig) client(t *testing.T) *client.Client {
 	t.Helper()
+	return r.clientIn(t, "")
+}
+
+// clientIn is an agent's client whose records are in layer (the client's
+// default, ledger.LayerClient, when empty).
+func (r *rig) clientIn(t *testing.T, layer string) *client.Client {
+	t.Helper()
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		ss, err := r.mcp.Connect(ctx, st, nil)
@@ -86,7 +93,7 @@ func (r *rig) client(t *testing.T) *client.Client {
 		t.Cleanup(func() { ss.Close() })
 		return mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx, ct, nil)
 	}
-	c, err := client.Dial(context.Background(), connect, r.st, &client.Options{Policy: r.policy, Session: "agent-7", Requester: "agent"})
+	c, err := client.Dial(context.Background(), connect, r.st, &client.Options{Policy: r.policy, Session: "agent-7", Requester: "agent", Layer: layer})
 	if err != nil {
 		t.Fatalf("client.Dial = %v", err)
 	}
@@ -98,11 +105,18 @@ func call(tool string, args map[string]any) *mcp.CallToolParams {
 	return &mcp.CallToolParams{Name: tool, Arguments: args}
 }
 
-// unknown leaves an UNKNOWN record of key, as a lost connection would.
+// unknown leaves an UNKNOWN record of key, in no layer, as a lost
+// connection would.
 func (r *rig) unknown(t *testing.T, key string) {
 	t.Helper()
+	r.unknownIn(t, "", key)
+}
+
+// unknownIn leaves an UNKNOWN refund record of key in layer.
+func (r *rig) unknownIn(t *testing.T, layer, key string) {
+	t.Helper()
 	ctx := context.Background()
-	id := ledger.ID{Tenant: "default", Tool: "refund", Key: key}
+	id := ledger.ID{Tenant: "default", Layer: layer, Tool: "refund", Key: key}
 	cl, err := r.st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "agent-7", Fingerprint: "f-" + key, Arguments: json.RawMessage(`{"order":"o-9","amount":40}`), Owner: "gone-worker"})
 	if err != nil {
 		t.Fatalf("Claim = %v", err)
@@ -113,11 +127,31 @@ func (r *rig) unknown(t *testing.T, key string) {
 	}
 }
 
-func (r *rig) get(t *testing.T, key string, tool string) *ledger.Record {
+// succeededIn leaves a SUCCEEDED refund record of key in layer, whose
+// result says text.
+func (r *rig) succeededIn(t *testing.T, layer, key, text string) {
 	t.Helper()
-	rec, err := r.st.Get(context.Background(), ledger.ID{Tenant: "default", Tool: tool, Key: key})
+	ctx := context.Background()
+	id := ledger.ID{Tenant: "default", Layer: layer, Tool: "refund", Key: key}
+	cl, err := r.st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "agent-7", Fingerprint: "f-" + key, Arguments: json.RawMessage(`{"order":"o-9","amount":40}`), Owner: "worker"})
 	if err != nil {
-		t.Fatalf("Get(%s) = %v", key, err)
+		t.Fatalf("Claim = %v", err)
+	}
+	res, err := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "worker", Fence: cl.Record.Fence,
+		Result: res, AddAttempts: 1}); err != nil {
+		t.Fatalf("Transition = %v", err)
+	}
+}
+
+func (r *rig) get(t *testing.T, layer, tool, key string) *ledger.Record {
+	t.Helper()
+	rec, err := r.st.Get(context.Background(), ledger.ID{Tenant: "default", Layer: layer, Tool: tool, Key: key})
+	if err != nil {
+		t.Fatalf("Get(%s %s %s) = %v", layer, tool, key, err)
 	}
 	return rec
 }
@@ -206,12 +240,13 @@ func TestPagesRender(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/", []string{"invoice-1", "pay-1", "refund-1", "PENDING_APPROVAL", `href="/record?key=pay-1&amp;tenant=default&amp;tool=create_payment"`}},
+		{"/", []string{"invoice-1", "pay-1", "refund-1", "PENDING_APPROVAL", `href="/record?key=pay-1&amp;layer=client&amp;tenant=default&amp;tool=create_payment"`,
+			`data-id="default/client/create_payment/pay-1"`, `data-id="default//refund/refund-1"`, `<td class="layer">client</td>`, `<td class="layer">-</td>`}},
 		{"/?state=unknown", []string{"refund-1"}},
-		{"/record?tenant=default&tool=create_payment&key=pay-1", []string{"Timeline", "claimed", "PENDING_APPROVAL", "Approve", ledger.Redacted}},
-		{"/record?tenant=default&tool=refund&key=refund-1", []string{"Reconcile", "the connection dropped"}},
-		{"/approvals", []string{"pay-1", "requested by agent"}},
-		{"/unknown", []string{"refund-1", "SUCCEEDED"}},
+		{"/record?tenant=default&layer=client&tool=create_payment&key=pay-1", []string{"Timeline", "claimed", "PENDING_APPROVAL", "Approve", ledger.Redacted, `<td id="layer">client</td>`, `name="layer" value="client"`}},
+		{"/record?tenant=default&tool=refund&key=refund-1", []string{"Reconcile", "the connection dropped", `<td id="layer">-</td>`, `name="layer" value=""`}},
+		{"/approvals", []string{"pay-1", "requested by agent", "<th>Layer</th>", `<td class="layer">client</td>`, `name="layer" value="client"`}},
+		{"/unknown", []string{"refund-1", "SUCCEEDED", "<th>Layer</th>", `<td class="layer">-</td>`}},
 		{"/stats", []string{"<svg", "duplicate hit rate"}},
 	} {
 		req, err := http.NewRequest("GET", r.web.URL+tc.path, nil)
@@ -320,7 +355,7 @@ func TestConsoleOnPostgres(t *testing.T) {
 			t.Fatalf("POST %s = %d, %v: %s", path, resp.StatusCode, err, b)
 		}
 	}
-	post("/approve", url.Values{"tenant": {"default"}, "tool": {"create_payment"}, "key": {"pay-pg"}, "reason": {"ok"}})
+	post("/approve", url.Values{"tenant": {"default"}, "layer": {ledger.LayerClient}, "tool": {"create_payment"}, "key": {"pay-pg"}, "reason": {"ok"}})
 	if _, err := r.agent.Call(client.WithKey(bg, "pay-pg"), pay); err != nil {
 		t.Fatalf("the approved call = %v", err)
 	}
@@ -328,7 +363,7 @@ func TestConsoleOnPostgres(t *testing.T) {
 		t.Fatalf("create_payment ran %d times; want 1", n)
 	}
 	post("/reconcile", url.Values{"tenant": {"default"}, "tool": {"refund"}, "key": {"refund-pg"}, "as": {"succeeded"}, "note": {"seen at the bank"}})
-	if rec := r.get(t, "refund-pg", "refund"); rec.State != ledger.StateSucceeded {
+	if rec := r.get(t, "", "refund", "refund-pg"); rec.State != ledger.StateSucceeded {
 		t.Fatalf("refund-pg = %s; want SUCCEEDED", rec.State)
 	}
 	if tl := page("/record?tool=refund&key=refund-pg"); !strings.Contains(tl, "seen at the bank") {
@@ -363,7 +398,7 @@ func TestPaging(t *testing.T) {
 		return string(b)
 	}
 	first := get("/?tool=send_invoice")
-	rowRE := regexp.MustCompile(`<tr data-id="default/send_invoice/(inv-\d+)">`)
+	rowRE := regexp.MustCompile(`<tr data-id="default/client/send_invoice/(inv-\d+)">`)
 	seen := map[string]bool{}
 	for _, m := range rowRE.FindAllStringSubmatch(first, -1) {
 		seen[m[1]] = true

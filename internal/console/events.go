@@ -11,7 +11,10 @@ import (
 
 // liveRecord is one new record sent to the records page.
 type liveRecord struct {
+	// ID is the row's data-id (rowID): tenant/layer/tool/key.
+	ID       string `json:"id"`
 	Tenant   string `json:"tenant"`
+	Layer    string `json:"layer"`
 	Tool     string `json:"tool"`
 	Key      string `json:"key"`
 	State    string `json:"state"`
@@ -22,7 +25,8 @@ type liveRecord struct {
 }
 
 // events streams the records that appear or change after the page was
-// served, as server-sent events, for the page's filter. It looks at the
+// served, as server-sent events, for the page's filter (its layer
+// included). It looks at the
 // newest page of the ledger every Poll: a store says nothing when a record
 // changes, and a page of a console needs no faster news.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
@@ -92,9 +96,8 @@ func (c *Console) sendNew(w http.ResponseWriter, r *http.Request, f ledger.Filte
 			continue
 		}
 		b, err := json.Marshal(liveRecord{
-			Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key, State: string(rec.State), Attempts: rec.Attempts,
-			Session: rec.Session, Created: stamp(rec.CreatedAt),
-			Link: "/record?" + string(query("tenant", rec.Tenant, "tool", rec.Tool, "key", rec.Key)),
+			ID: rowID(rec.ID), Tenant: rec.Tenant, Layer: rec.Layer, Tool: rec.Tool, Key: rec.Key, State: string(rec.State), Attempts: rec.Attempts,
+			Session: rec.Session, Created: stamp(rec.CreatedAt), Link: string(recordLink(rec.ID)),
 		})
 		if err != nil {
 			return false

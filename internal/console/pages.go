@@ -35,18 +35,36 @@ type view struct {
 	Stats     *statsView
 	Message   string
 	States    []ledger.State
+	Layers    []string // the layer filter's choices
 	Pending   int
 	Unknown   int
 	Now       string // when the page was rendered (RFC 3339), for live updates
 }
 
 type filterView struct {
-	State, Tool, Session, Tenant, Since string
-	Limit                               int
+	State, Layer, Tool, Session, Tenant, Since string
+	Limit                                      int
+}
+
+// layers are the layers the filter offers; the ledger accepts others.
+var layers = []string{ledger.LayerClient, ledger.LayerProxy, ledger.LayerServer}
+
+// OtherLayer reports a layer in the filter that is none of the offered
+// ones, so the select can show it as chosen.
+func (fv filterView) OtherLayer() bool {
+	if fv.Layer == "" {
+		return false
+	}
+	for _, l := range layers {
+		if fv.Layer == l {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, page string, status int, v *view) {
-	v.CSRF, v.States, v.Now = c.csrf, ledger.States, c.opts.Now().UTC().Format(time.RFC3339Nano)
+	v.CSRF, v.States, v.Layers, v.Now = c.csrf, ledger.States, layers, c.opts.Now().UTC().Format(time.RFC3339Nano)
 	if v.Tenant == "" {
 		v.Tenant = c.tenant(r)
 	}
@@ -86,10 +104,13 @@ func (c *Console) tenant(r *http.Request) string {
 // filter reads the records filter from the query.
 func (c *Console) filter(r *http.Request) (ledger.Filter, filterView, error) {
 	q := r.URL.Query()
-	fv := filterView{State: strings.ToLower(q.Get("state")), Tool: q.Get("tool"), Session: q.Get("session"), Tenant: c.tenant(r), Since: q.Get("since")}
-	f := ledger.Filter{Tenant: fv.Tenant, Tool: fv.Tool, Session: fv.Session, Cursor: q.Get("cursor"), Limit: 50}
+	fv := filterView{State: strings.ToLower(q.Get("state")), Layer: q.Get("layer"), Tool: q.Get("tool"), Session: q.Get("session"), Tenant: c.tenant(r), Since: q.Get("since")}
+	f := ledger.Filter{Tenant: fv.Tenant, Layer: fv.Layer, Tool: fv.Tool, Session: fv.Session, Cursor: q.Get("cursor"), Limit: 50}
 	if err := ledger.ValidateTenant(f.Tenant); err != nil {
 		return f, fv, fmt.Errorf("tenant %q: %v", f.Tenant, err)
+	}
+	if err := layerOK(f.Layer); err != nil {
+		return f, fv, err
 	}
 	if fv.State != "" {
 		s, err := ledger.ParseState(fv.State)
@@ -129,15 +150,49 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "records", http.StatusOK, v)
 }
 
-func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, tool, key string) (*ledger.Record, bool) {
-	id := ledger.ID{Tenant: tenant, Tool: tool, Key: key}
-	if err := id.Validate(); err != nil {
+// layerOK checks a layer from a query or a form; the error says what to
+// send instead.
+func layerOK(layer string) error {
+	if err := ledger.ValidateLayer(layer); err != nil {
+		return fmt.Errorf("layer %q: %v; want %s, or none for a ledger without layers", layer, err, strings.Join(layers, ", "))
+	}
+	return nil
+}
+
+// checkID validates an identity from a query or a form, naming the field
+// at fault.
+func checkID(id ledger.ID) error {
+	if err := ledger.ValidateTenant(id.Tenant); err != nil {
+		return fmt.Errorf("tenant %q: %v", id.Tenant, err)
+	}
+	if err := layerOK(id.Layer); err != nil {
+		return err
+	}
+	return id.Validate()
+}
+
+// inLayer is how messages name a record's layer.
+func inLayer(layer string) string {
+	if layer == "" {
+		return "no layer"
+	}
+	return "layer " + layer
+}
+
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, layer, tool, key string) (*ledger.Record, bool) {
+	id := ledger.ID{Tenant: tenant, Layer: layer, Tool: tool, Key: key}
+	if err := checkID(id); err != nil {
 		c.fail(w, r, http.StatusBadRequest, "%v; follow a link from the records page", err)
 		return nil, false
 	}
 	rec, err := c.opts.Store.Get(r.Context(), id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in tenant %s; it may have been purged", key, tool, tenant)
+		if others := c.otherLayers(r.Context(), id); len(others) > 0 {
+			c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s, but the key has a record in %s; follow a link from the records page: it names the layer",
+				key, tool, inLayer(layer), tenant, strings.Join(others, " and "))
+			return nil, false
+		}
+		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s; it may have been purged", key, tool, inLayer(layer), tenant)
 		return nil, false
 	}
 	if err != nil {
@@ -147,9 +202,26 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, tool, k
 	return rec, true
 }
 
+// otherLayers names the offered layers, other than id's, in which id's
+// key has a record: for the message of a link without its layer.
+func (c *Console) otherLayers(ctx context.Context, id ledger.ID) []string {
+	var found []string
+	for _, l := range append([]string{""}, layers...) {
+		if l == id.Layer {
+			continue
+		}
+		o := id
+		o.Layer = l
+		if _, err := c.opts.Store.Get(ctx, o); err == nil {
+			found = append(found, inLayer(l))
+		}
+	}
+	return found
+}
+
 func (c *Console) record(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	rec, ok := c.lookup(w, r, c.tenant(r), q.Get("tool"), q.Get("key"))
+	rec, ok := c.lookup(w, r, c.tenant(r), q.Get("layer"), q.Get("tool"), q.Get("key"))
 	if !ok {
 		return
 	}
@@ -186,8 +258,8 @@ func (c *Console) stateList(w http.ResponseWriter, r *http.Request, s ledger.Sta
 // decide serves the approve and deny forms.
 func (c *Console) decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := ledger.ID{Tenant: r.PostFormValue("tenant"), Tool: r.PostFormValue("tool"), Key: r.PostFormValue("key")}
-		if err := id.Validate(); err != nil {
+		id := formID(r)
+		if err := checkID(id); err != nil {
 			c.fail(w, r, http.StatusBadRequest, "%v; use the buttons of the approvals page", err)
 			return
 		}
@@ -216,8 +288,8 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 }
 
 func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
-	id := ledger.ID{Tenant: r.PostFormValue("tenant"), Tool: r.PostFormValue("tool"), Key: r.PostFormValue("key")}
-	if err := id.Validate(); err != nil {
+	id := formID(r)
+	if err := checkID(id); err != nil {
 		c.fail(w, r, http.StatusBadRequest, "%v; use the form of the unknown page", err)
 		return
 	}
@@ -243,6 +315,12 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back(r, "/unknown"), http.StatusSeeOther)
 }
 
+// formID is the record a form names: its hidden tenant, layer, tool and
+// key fields.
+func formID(r *http.Request) ledger.ID {
+	return ledger.ID{Tenant: r.PostFormValue("tenant"), Layer: r.PostFormValue("layer"), Tool: r.PostFormValue("tool"), Key: r.PostFormValue("key")}
+}
+
 // back is the form's return address: a path of this console only.
 func back(r *http.Request, def string) string {
 	b := r.PostFormValue("back")
@@ -262,6 +340,18 @@ func query(kv ...string) template.URL {
 		}
 	}
 	return template.URL(q.Encode())
+}
+
+// recordLink is the address of a record's page, with its full identity.
+func recordLink(id ledger.ID) template.URL {
+	return "/record?" + query("tenant", id.Tenant, "layer", id.Layer, "tool", id.Tool, "key", id.Key)
+}
+
+// rowID identifies a record's row (data-id): tenant/layer/tool/key, the
+// layer empty for a ledger without layers. No tenant, layer or key holds
+// a "/", so two records never share one.
+func rowID(id ledger.ID) string {
+	return id.Tenant + "/" + id.Layer + "/" + id.Tool + "/" + id.Key
 }
 
 func stamp(t time.Time) string {

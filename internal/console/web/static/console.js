@@ -14,7 +14,9 @@
   function cell(tr, text) { var td = document.createElement("td"); td.textContent = text; tr.appendChild(td); return td; }
   es.addEventListener("record", function (e) {
     var r = JSON.parse(e.data);
-    var id = r.tenant + "/" + r.tool + "/" + r.key;
+    // A row is tenant/layer/tool/key (rowID in pages.go): one key has a
+    // row per layer.
+    var id = r.id || (r.tenant + "/" + (r.layer || "") + "/" + r.tool + "/" + r.key);
     var tr = null;
     body.querySelectorAll("tr[data-id]").forEach(function (row) { if (row.getAttribute("data-id") === id) { tr = row; } });
     var empty = body.querySelector("tr.empty");
@@ -23,6 +25,7 @@
     if (fresh) { tr = document.createElement("tr"); tr.setAttribute("data-id", id); }
     tr.textContent = "";
     cell(tr, r.created);
+    cell(tr, r.layer || "-").className = "layer";
     cell(tr, r.tool);
     var a = document.createElement("a"); a.href = r.link; a.textContent = r.key;
     cell(tr, "").appendChild(a);
