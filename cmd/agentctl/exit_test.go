@@ -141,3 +141,26 @@ func TestToolErrorFromAProxy(t *testing.T) {
 		})
 	}
 }
+
+// The exit code of a call that ended in a state is the ledger's row for
+// that state: the CLI's reasons only name it, so the two cannot drift.
+func TestStateReasonsAgreeWithTheRows(t *testing.T) {
+	for _, row := range ledger.Rows() {
+		if row.State == ledger.StateSucceeded {
+			if r := stateReason(row.State); r != "" {
+				t.Errorf("stateReason(SUCCEEDED) = %s; want none (a result, not an error)", r)
+			}
+			continue
+		}
+		if r := stateReason(row.State); r != "" && reasonExit[r] != row.Exit {
+			t.Errorf("an upstream's %s answer has reason %s, exit %d; the ledger's row says exit %d", row.State, r, reasonExit[r], row.Exit)
+		}
+		if row.State != ledger.StateFailed && stateReason(row.State) == "" {
+			t.Errorf("an upstream's %s answer has no reason; want the row's exit %d", row.State, row.Exit)
+		}
+		r := callReason(errors.New("the call ended"), row.State, false, false)
+		if reasonExit[r] != row.Exit {
+			t.Errorf("a call that ended %s has reason %s, exit %d; the ledger's row says exit %d", row.State, r, reasonExit[r], row.Exit)
+		}
+	}
+}
