@@ -41,6 +41,19 @@ func destructive(t *testing.T, opts *mcpgo.ClientOptions) (*mcpgo.Client, *atomi
 			runs.Add(1)
 			return mcp.NewToolResultText("deleted " + req.GetString("id", "")), nil
 		})
+	store := openStore(t, "agent.db")
+	c, err := mcpgo.New(inProcess(t, s), store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, &runs, store
+}
+
+// inProcess is an initialized mcp-go client of s over the in-process
+// transport, wrapped for the ledger.
+func inProcess(t *testing.T, s *server.MCPServer) *client.Client {
+	t.Helper()
 	mc := client.NewClient(mcpgo.Transport(transport.NewInProcessTransport(s)))
 	if err := mc.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -51,13 +64,7 @@ func destructive(t *testing.T, opts *mcpgo.ClientOptions) (*mcpgo.Client, *atomi
 	if _, err := mc.Initialize(t.Context(), init); err != nil {
 		t.Fatal(err)
 	}
-	store := openStore(t, "agent.db")
-	c, err := mcpgo.New(mc, store, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, &runs, store
+	return mc
 }
 
 func deleteReq() mcp.CallToolRequest {

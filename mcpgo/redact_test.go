@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -27,17 +25,7 @@ func TestPerToolRedaction(t *testing.T) {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ordered"), nil
 		})
-	mc := client.NewClient(mcpgo.Transport(transport.NewInProcessTransport(s)))
-	if err := mc.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "agent", Version: "v1"}
-	if _, err := mc.Initialize(t.Context(), init); err != nil {
-		t.Fatal(err)
-	}
-	c, err := mcpgo.New(mc, agentLedger, &mcpgo.ClientOptions{Tools: tools})
+	c, err := mcpgo.New(inProcess(t, s), agentLedger, &mcpgo.ClientOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
