@@ -234,20 +234,27 @@ func AwaitingText(r *Record, why string) string {
 
 func rejectedWhy(r *Record) string {
 	switch r.ErrorKind {
-	case KindRefused:
-		if r.ErrorMessage != "" {
-			return "the server refused the arguments: " + OneLine(r.ErrorMessage, 200) + "; correct them before calling again"
-		}
-		return "the server refused the arguments; correct them before calling again"
 	case KindApprovalExpired:
 		return "no one approved it before the approval expired"
 	case KindOwnerDead, KindLeaseExpired:
 		return "the confirmation prompt ended without an answer"
+	case KindNoAnswer:
+		if r.ErrorMessage != "" {
+			return "no one confirmed it: " + OneLine(r.ErrorMessage, 300)
+		}
+		return "no one confirmed it"
+	case KindRefused, "jsonrpc_-32602":
+		if r.ErrorMessage != "" {
+			return "the server refused the arguments: " + OneLine(r.ErrorMessage, 200) + "; correct them before calling again"
+		}
+		return "the server refused the arguments; correct them before calling again"
 	}
+	// Every other REJECTED record is a refusal the server answered before
+	// the tool ran (a JSON-RPC error, a key it will not take).
 	if r.ErrorMessage != "" {
-		return "no one confirmed it: " + OneLine(r.ErrorMessage, 300)
+		return "the server refused the request: " + OneLine(r.ErrorMessage, 200) + "; correct it before calling again"
 	}
-	return "no one confirmed it"
+	return "the server refused the request; correct it before calling again"
 }
 
 // stamp formats a time for a model: RFC 3339 in UTC, to the second.

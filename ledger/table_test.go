@@ -165,6 +165,10 @@ func TestExplainRejected(t *testing.T) {
 		{ledger.KindOwnerDead, "", "the confirmation prompt ended without an answer"},
 		{ledger.KindLeaseExpired, "", "the confirmation prompt ended without an answer"},
 		{ledger.KindNoAnswer, "", "no one confirmed it"},
+		{ledger.KindNoAnswer, "no terminal to ask", "no one confirmed it: no terminal to ask"},
+		{"jsonrpc_-32602", `calling "tools/call": unknown tool "refund"`, `the server refused the arguments: calling "tools/call": unknown tool "refund"; correct them`},
+		{"key_invalid", "key has a space", "the server refused the request: key has a space; correct it"},
+		{"", "", "the server refused the request; correct it"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind+"/"+tc.msg, func(t *testing.T) {

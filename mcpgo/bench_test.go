@@ -10,8 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/mcpgo"
-	"github.com/mcpledger/mcpledger/op"
 )
 
 // BenchmarkCall compares a bare mcp-go call with the same call through
@@ -59,13 +59,13 @@ func BenchmarkCall(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			if _, err := c.CallTool(op.WithKey(ctx, fmt.Sprintf("bench-%d", i)), req()); err != nil {
+			if _, err := c.CallTool(caller.WithKey(ctx, fmt.Sprintf("bench-%d", i)), req()); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("replay", func(b *testing.B) {
-		kctx := op.WithKey(ctx, "bench-replay")
+		kctx := caller.WithKey(ctx, "bench-replay")
 		if _, err := c.CallTool(kctx, req()); err != nil {
 			b.Fatal(err)
 		}

@@ -4,96 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	lclient "github.com/mcpledger/mcpledger/client"
-	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/planner"
-	"github.com/mcpledger/mcpledger/retry"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
-// ClientOptions configure a Client. The zero value (or nil) means the
-// defaults, which are those of package client.
-type ClientOptions struct {
-	// Tenant scopes every record (default "default").
-	Tenant string
-	// Layer names whose records these are (default ledger.LayerClient;
-	// see client.Options.Layer).
-	Layer string
-	// Session is the agent session the re-planning guard is scoped to
-	// (default: a random id per Client).
-	Session string
-	// Owner names this process in leases (default ledger.NewOwner).
-	Owner string
-	// Retry is the backoff policy for transient and retryable failures.
-	Retry *retry.Policy
-	// Window is the re-planning window (planner.DefaultWindow when zero,
-	// off when negative), for every tool.
-	Window time.Duration
-	// Tools holds per-tool settings: Idempotent tools may be re-sent after
-	// an ambiguous failure, ReadOnly tools bypass the ledger, Window
-	// overrides the re-planning window, Exclude, Retention, Reuse and
-	// Compact shape the record.
-	Tools ledger.Tools
-	// TrustedServer makes the server's tool annotations count (readOnlyHint
-	// bypasses the ledger, idempotentHint allows ambiguous retries).
-	TrustedServer bool
-	// Policy decides allow / ask / deny (default confirm.Default()).
-	Policy *confirm.Policy
-	// Confirmer asks a person. Nil means no one can be asked: a call the
-	// policy says to ask about is not run and its record is REJECTED (fail
-	// closed), as with package client.
-	Confirmer confirm.Confirmer
-	// Server labels the upstream for the policy and prompts.
-	Server string
-	// Lease of a PROCESSING record (ledger.DefaultLease when zero).
-	Lease time.Duration
-	// InProgressWait bounds how long a follower waits for another caller's
-	// execution before ledger.ErrInProgress (30s when zero).
-	InProgressWait time.Duration
-	// AttemptTimeout bounds one attempt (default none: the caller's ctx).
-	AttemptTimeout time.Duration
-	// Retention of records (ledger.DefaultRetention when zero).
-	Retention time.Duration
-	// MaxArguments is the largest accepted argument JSON (1 MiB when zero);
-	// MaxResult the size past which a stored result is compacted.
-	MaxArguments int
-	MaxResult    int
-	Logger       *slog.Logger
-	Now          func() time.Time
-}
+// ClientOptions configure a Client: caller.Options, the same as package
+// client's, so both SDKs' clients take one configuration. The zero value
+// (or nil) means the defaults.
+type ClientOptions = caller.Options
 
 // ConnectFunc opens a new, initialized mcp-go client to the same server,
 // on a transport made with Transport. The Client calls it to replace a
 // dead connection before it retries with the same key.
 type ConnectFunc func(ctx context.Context) (*client.Client, error)
 
-// Client makes mcp-go tool calls through a ledger, with the meaning of
-// package client's Client: keys from context (op.WithKey, op.WithChain,
-// op.WithNewKey; client.WithKey is the same), the re-planning guard,
-// retries by class with the same key and fence, UNKNOWN for an ambiguous
-// failure a server that does not honour keys leaves behind, and replays of
-// the stored result with the replay marker. Errors are *client.Error with
-// package client's sentinels. It is safe for concurrent use.
+// Client makes mcp-go tool calls through a ledger: package caller's one
+// orchestration over an mcp-go client, with the meaning of package
+// client's Client: keys from context (caller.WithKey, caller.WithChain,
+// caller.WithNewKey; client.WithKey is the same), the re-planning guard,
+// policy, confirmation and the approval queue, session approvals, retries
+// by class with the same key and fence, UNKNOWN for an ambiguous failure a
+// server that does not honour keys leaves behind, one execution per key in
+// the process, replays of the stored result with the replay marker, and
+// telemetry. Errors are *caller.Error with caller's sentinels. It is safe
+// for concurrent use.
 type Client struct {
-	store   ledger.Store
-	lc      *ledger.Lifecycle
-	guard   *planner.Guard
-	opts    ClientOptions
+	c       *caller.Caller[mcp.CallToolRequest, *mcp.CallToolResult]
 	connect ConnectFunc
-	log     *slog.Logger
 
 	// mu guards mc, tools and toolsAt.
 	mu      sync.Mutex
 	mc      *client.Client
-	tools   map[string]mcp.Tool // nil: not loaded
+	tools   map[string]*caller.Tool // nil: not loaded
 	toolsAt time.Time
 }
 
@@ -156,53 +104,9 @@ func wrappedClient(mc *client.Client) error {
 }
 
 func newClient(store ledger.Store, opts *ClientOptions) *Client {
-	var o ClientOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Tenant == "" {
-		o.Tenant = "default"
-	}
-	if o.Layer == "" {
-		o.Layer = ledger.LayerClient
-	}
-	if o.Session == "" {
-		o.Session = "s-" + randomHex(8)
-	}
-	if o.Owner == "" {
-		o.Owner = ledger.NewOwner("mcpgo-client-" + randomHex(4))
-	}
-	if o.Lease <= 0 {
-		o.Lease = ledger.DefaultLease
-	}
-	if o.InProgressWait <= 0 {
-		o.InProgressWait = 30 * time.Second
-	}
-	if o.MaxArguments <= 0 {
-		o.MaxArguments = 1 << 20
-	}
-	if o.MaxResult <= 0 {
-		o.MaxResult = ledger.DefaultMaxResult
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Policy == nil {
-		o.Policy = confirm.Default()
-	}
-	lg := o.Logger
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
-	log := lg.With("component", "mcpledger.mcpgo.client", "tenant", o.Tenant, "session", o.Session)
-	return &Client{
-		store: store,
-		lc: &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait,
-			Now: o.Now, Logger: log},
-		guard: &planner.Guard{Store: store, Window: o.Window, Tools: o.Tools, Now: o.Now},
-		opts:  o,
-		log:   log,
-	}
+	c := new(Client)
+	c.c = caller.New(store, opts, (*conn)(c), codec{}, "mcpgo.client")
+	return c
 }
 
 // MCP returns the current mcp-go client, for requests that are safe to
@@ -220,61 +124,44 @@ func (c *Client) Close() error {
 	mc := c.mc
 	c.mc = nil
 	c.mu.Unlock()
+	err := c.c.Close()
 	if mc == nil {
-		return nil
+		return err
 	}
-	return mc.Close()
+	return errors.Join(mc.Close(), err)
 }
 
-// keyAware reports whether the server advertises the idempotency
-// capability, which makes an ambiguous retry safe.
-func keyAware(mc *client.Client) bool {
-	if mc == nil {
-		return false
-	}
-	_, ok := mc.GetServerCapabilities().Experimental[wire.Capability]
-	return ok
-}
-
-// wireKey is id's key as the server sees it: as it is for a server that
-// keeps keys per tenant, else made distinct per tenant (wire.TenantKey).
-func wireKey(mc *client.Client, id ledger.ID) string {
-	if mc != nil && wire.TenantAware(mc.GetServerCapabilities().Experimental) {
-		return id.Key
-	}
-	return wire.TenantKey(id.Tenant, id.Key)
-}
-
-// tool returns the server's definition of name (nil when the server does
-// not list it or the list is unavailable).
-func (c *Client) tool(ctx context.Context, name string) *mcp.Tool {
+// Tool returns the server's definition of name, or nil when the server
+// does not list it.
+func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
+	c := (*Client)(cn)
+	now := c.c.Options().Now()
 	c.mu.Lock()
-	tools, mc := c.tools, c.mc
-	if c.opts.Now().Sub(c.toolsAt) >= toolsTTL {
-		tools = nil
+	tools, at, mc := c.tools, c.toolsAt, c.mc
+	c.mu.Unlock()
+	if tools != nil && now.Sub(at) < toolsTTL {
+		if t, ok := tools[name]; ok {
+			return t, nil
+		}
+	}
+	if mc == nil {
+		return nil, errors.New("mcpgo: the connection is closed")
+	}
+	res, err := mc.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("mcpgo: list tools: %w", err)
+	}
+	fresh := make(map[string]*caller.Tool, len(res.Tools))
+	for i := range res.Tools {
+		t := &res.Tools[i]
+		fresh[t.Name] = &caller.Tool{Name: t.Name, Hints: hints(t), DeclaresKey: declaresKeyArg(t)}
+	}
+	c.mu.Lock()
+	if c.mc == mc {
+		c.tools, c.toolsAt = fresh, now
 	}
 	c.mu.Unlock()
-	if tools == nil && mc != nil {
-		res, err := mc.ListTools(ctx, mcp.ListToolsRequest{})
-		if err != nil {
-			// The call itself will meet the same failure and classify it.
-			c.log.Debug("tool list unavailable", "tool", name, "err", err)
-			return nil
-		}
-		tools = make(map[string]mcp.Tool, len(res.Tools))
-		for _, t := range res.Tools {
-			tools[t.Name] = t
-		}
-		c.mu.Lock()
-		if c.mc == mc {
-			c.tools, c.toolsAt = tools, c.opts.Now()
-		}
-		c.mu.Unlock()
-	}
-	if t, ok := tools[name]; ok {
-		return &t
-	}
-	return nil
+	return fresh[name], nil
 }
 
 // reconnect replaces dead when it is still the current client.
@@ -289,7 +176,7 @@ func (c *Client) reconnect(ctx context.Context, dead *client.Client) (*client.Cl
 	}
 	if dead != nil {
 		if err := dead.Close(); err != nil {
-			c.log.Debug("close dead client", "err", err)
+			c.c.Log().Debug("close dead client", "err", err)
 		}
 	}
 	mc, err := c.connect(ctx)
@@ -307,13 +194,13 @@ func (c *Client) reconnect(ctx context.Context, dead *client.Client) (*client.Cl
 // ErrNotSent and the other outcomes are package client's, so code that
 // handles both SDKs branches once.
 var (
-	ErrOutcomeUnknown    = lclient.ErrOutcomeUnknown
-	ErrDenied            = lclient.ErrDenied
-	ErrRejected          = lclient.ErrRejected
-	ErrNotSent           = lclient.ErrNotSent
-	ErrArgumentsTooLarge = lclient.ErrArgumentsTooLarge
+	ErrOutcomeUnknown    = caller.ErrOutcomeUnknown
+	ErrDenied            = caller.ErrDenied
+	ErrRejected          = caller.ErrRejected
+	ErrNotSent           = caller.ErrNotSent
+	ErrArgumentsTooLarge = caller.ErrArgumentsTooLarge
+	ErrAwaitingApproval  = caller.ErrAwaitingApproval
 )
 
-// Error is package client's Error: a call that did not complete, with the
-// key of its record and a model-facing text.
-type Error = lclient.Error
+// Error is a call that did not complete (caller.Error, as package client's).
+type Error = caller.Error

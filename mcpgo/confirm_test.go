@@ -11,11 +11,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpledger/mcpledger/caller"
 	lclient "github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcpgo"
-	"github.com/mcpledger/mcpledger/op"
 )
 
 // confirmer answers every question with answer and counts the questions.
@@ -80,7 +80,7 @@ func deleteReq() mcp.CallToolRequest {
 func TestConfirmation(t *testing.T) {
 	t.Run("no confirmer", func(t *testing.T) {
 		c, runs, store := destructive(t, nil)
-		_, err := c.Call(op.WithKey(t.Context(), "del-1"), deleteReq())
+		_, err := c.Call(caller.WithKey(t.Context(), "del-1"), deleteReq())
 		if !errors.Is(err, lclient.ErrRejected) || !errors.Is(err, confirm.ErrNoConfirmer) {
 			t.Fatalf("Call = %v; want client.ErrRejected with confirm.ErrNoConfirmer", err)
 		}
@@ -96,7 +96,7 @@ func TestConfirmation(t *testing.T) {
 		deny := &confirm.Policy{Rules: []confirm.Rule{{Tool: "delete_*", Action: confirm.Deny}}}
 		c, runs, _ := destructive(t, &mcpgo.ClientOptions{Policy: deny})
 		for i := range 2 {
-			_, err := c.Call(op.WithKey(t.Context(), "del-2"), deleteReq())
+			_, err := c.Call(caller.WithKey(t.Context(), "del-2"), deleteReq())
 			var e *lclient.Error
 			if !errors.Is(err, lclient.ErrDenied) || !errors.As(err, &e) || e.State != ledger.StateDenied {
 				t.Fatalf("call %d = %v; want client.ErrDenied with the record DENIED", i+1, err)
@@ -110,7 +110,7 @@ func TestConfirmation(t *testing.T) {
 		yes := &confirmer{answer: confirm.Answer{Decision: ledger.DecisionApproved, By: "tester"}}
 		c, runs, _ := destructive(t, &mcpgo.ClientOptions{Confirmer: yes})
 		for i := range 2 {
-			o, err := c.Call(op.WithKey(t.Context(), "del-3"), deleteReq())
+			o, err := c.Call(caller.WithKey(t.Context(), "del-3"), deleteReq())
 			if err != nil {
 				t.Fatalf("call %d: %v", i+1, err)
 			}
@@ -125,7 +125,7 @@ func TestConfirmation(t *testing.T) {
 	t.Run("person says no", func(t *testing.T) {
 		no := &confirmer{answer: confirm.Answer{Decision: ledger.DecisionDenied, By: "tester", Reason: "wrong order"}}
 		c, runs, _ := destructive(t, &mcpgo.ClientOptions{Confirmer: no})
-		_, err := c.Call(op.WithKey(t.Context(), "del-4"), deleteReq())
+		_, err := c.Call(caller.WithKey(t.Context(), "del-4"), deleteReq())
 		if !errors.Is(err, lclient.ErrDenied) {
 			t.Fatalf("Call = %v; want client.ErrDenied", err)
 		}

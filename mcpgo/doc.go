@@ -11,7 +11,7 @@
 //	mc := client.NewClient(mcpgo.Transport(transport.NewStdio("payments", nil)))
 //	// mc.Start, mc.Initialize as usual
 //	c, err := mcpgo.New(mc, store, nil)
-//	res, err := c.CallTool(op.WithKey(ctx, "order-1042"), req)
+//	res, err := c.CallTool(caller.WithKey(ctx, "order-1042"), req)
 //
 // A server:
 //

@@ -11,9 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/mcpgo"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -73,7 +73,7 @@ func Example() {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "create_order"
 	req.Params.Arguments = map[string]any{"item": "book"}
-	ctx = op.WithKey(ctx, "order-1042")
+	ctx = caller.WithKey(ctx, "order-1042")
 	for range 2 {
 		o, err := c.Call(ctx, req)
 		if err != nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcpgo"
-	"github.com/mcpledger/mcpledger/op"
 )
 
 // A tool's own redaction rules (ledger.ToolSettings.Redact) apply to what
@@ -33,7 +33,7 @@ func TestPerToolRedaction(t *testing.T) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "create_order"
 	req.Params.Arguments = map[string]any{"customer": "customer-4711"}
-	if _, err := c.Call(op.WithKey(t.Context(), "red-1"), req); err != nil {
+	if _, err := c.Call(caller.WithKey(t.Context(), "red-1"), req); err != nil {
 		t.Fatalf("Call = %v", err)
 	}
 	fp, err := ledger.Fingerprint([]byte(`{"customer":"customer-4711"}`))

@@ -12,47 +12,57 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/mcpledger/mcpledger/op"
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
-// send makes attempts under the retry policy with the same key and fence.
-// It reports the result and its bytes as the server sent them, or the last
-// error, the number of requests sent, and whether any of them may have
-// reached the tool. Errors are put in the terms package retry classifies
-// (go-sdk's), so both SDKs retry by the same rules.
-func (c *Client) send(ctx context.Context, k *call, fence wire.Fence, keyed bool) (res *mcp.CallToolResult, raw json.RawMessage, attempts int, err error, maybeSent bool) {
-	err = retry.Do(ctx, c.opts.Retry, func(ctx context.Context, _ int) error {
-		mc := c.MCP()
-		if mc == nil {
-			var cerr error
-			if mc, cerr = c.reconnect(ctx, nil); cerr != nil {
-				return cerr // never sent: a connect failure
-			}
+// conn is the Client as the caller's link to the server: an mcp-go
+// client, replaced through the connect function when it dies.
+type conn Client
+
+// Send makes one attempt on the current mcp-go client, connecting first
+// when there is none. Errors are put in the terms package retry
+// classifies (go-sdk's), so both SDKs retry by the same rules.
+func (cn *conn) Send(ctx context.Context, a *caller.Attempt[mcp.CallToolRequest]) (*mcp.CallToolResult, json.RawMessage, error) {
+	c := (*Client)(cn)
+	mc := c.MCP()
+	if mc == nil {
+		var err error
+		if mc, err = c.reconnect(ctx, nil); err != nil {
+			return nil, nil, err // never sent: a connect failure
 		}
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if c.opts.AttemptTimeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, c.opts.AttemptTimeout)
-		}
-		attempts++
-		s := &sink{}
-		r, callErr := mc.CallTool(withSink(actx, s), c.request(mc, k, fence, keyed))
-		cancel()
-		if callErr == nil {
-			res, raw, maybeSent = r, s.result, true
-			return nil
-		}
-		callErr = explicit(callErr, s)
-		sent, again := retry.After(ctx, callErr, c.idempotent(k) || keyAware(mc) || !keyed)
-		maybeSent = maybeSent || sent
-		if !again {
-			return retry.Stop(callErr)
-		}
-		c.replaceDead(ctx, mc, callErr)
-		return callErr
-	})
-	return res, raw, attempts, err, maybeSent
+	}
+	a.Via = mc
+	s := &sink{}
+	res, err := mc.CallTool(withSink(ctx, s), request(a))
+	if err != nil {
+		return nil, nil, explicit(err, s)
+	}
+	return res, s.result, nil
+}
+
+// Repair reconnects when err shows the attempt's connection is gone.
+func (cn *conn) Repair(ctx context.Context, a *caller.Attempt[mcp.CallToolRequest], err error) {
+	c := (*Client)(cn)
+	mc, _ := a.Via.(*client.Client)
+	if c.connect == nil || mc == nil || !deadConnection(err) {
+		return
+	}
+	if _, rerr := c.reconnect(ctx, mc); rerr != nil {
+		c.c.Log().Warn("reconnect failed", "err", rerr)
+	}
+}
+
+// Server is what the current client's server advertised.
+func (cn *conn) Server() caller.Server {
+	mc := (*Client)(cn).MCP()
+	if mc == nil {
+		return caller.Server{}
+	}
+	exp := mc.GetServerCapabilities().Experimental
+	v, ok := exp[wire.Capability]
+	return caller.Server{KeyAware: ok, Capability: v, TenantAware: wire.TenantAware(exp)}
 }
 
 // explicit adds to err what mcp-go's client dropped: the JSON-RPC error
@@ -83,31 +93,30 @@ func (a *answered) Unwrap() []error { return []error{a.rpc, a.mcpgo} }
 
 // request builds fresh params and a fresh _meta for one attempt: mcp-go
 // writes protocol fields into the request it is given.
-func (c *Client) request(mc *client.Client, k *call, fence wire.Fence, keyed bool) mcp.CallToolRequest {
+func request(a *caller.Attempt[mcp.CallToolRequest]) mcp.CallToolRequest {
 	fields := map[string]any{}
 	var progress mcp.ProgressToken
-	if m := k.req.Params.Meta; m != nil {
+	if m := a.Params.Params.Meta; m != nil {
 		for key, v := range m.AdditionalFields {
 			fields[key] = v
 		}
 		progress = m.ProgressToken
 	}
-	var args any = k.args
-	if keyed {
-		key := wireKey(mc, k.id)
-		fields[wire.MetaKey] = key
-		if fence.Token > 0 {
-			fields[wire.MetaFence] = fence.Token
-			fields[wire.MetaFenceScope] = fence.Scope
+	var args any = a.Args
+	if a.Keyed {
+		fields[wire.MetaKey] = a.Key
+		if a.Fence.Token > 0 {
+			fields[wire.MetaFence] = a.Fence.Token
+			fields[wire.MetaFenceScope] = a.Fence.Scope
 		}
-		if declaresKeyArg(k.tool) || op.CarriesKeyArg(k.args) {
-			args = withKeyArg(k.args, key)
+		if a.KeyArg {
+			args = caller.WithKeyArg(a.Args, a.Key)
 		}
 	}
 	var req mcp.CallToolRequest
-	req.Header = k.req.Header
+	req.Header = a.Params.Header
 	req.Params = mcp.CallToolParams{
-		Name: k.name, Arguments: args, Task: k.req.Params.Task,
+		Name: a.Tool, Arguments: args, Task: a.Params.Params.Task,
 		Meta: &mcp.Meta{ProgressToken: progress, AdditionalFields: fields},
 	}
 	return req
@@ -121,27 +130,6 @@ func declaresKeyArg(t *mcp.Tool) bool {
 	}
 	_, ok := t.InputSchema.Properties[wire.ArgKey]
 	return ok
-}
-
-// withKeyArg returns the argument object with idempotency_key set to key
-// (excluded from the fingerprint, which was taken before).
-func withKeyArg(args json.RawMessage, key string) any {
-	var m map[string]any
-	if err := json.Unmarshal(args, &m); err != nil || m == nil {
-		m = map[string]any{} // op.MarshalArgs already proved args is an object
-	}
-	m[wire.ArgKey] = key
-	return m
-}
-
-// replaceDead reconnects when err shows the connection is gone.
-func (c *Client) replaceDead(ctx context.Context, mc *client.Client, err error) {
-	if c.connect == nil || !deadConnection(err) {
-		return
-	}
-	if _, rerr := c.reconnect(ctx, mc); rerr != nil {
-		c.log.Warn("reconnect failed", "err", rerr)
-	}
 }
 
 // deadConnection reports whether err shows the connection can carry no

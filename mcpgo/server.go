@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -62,7 +62,7 @@ type Guard struct {
 	lc   *ledger.Lifecycle
 	opts ServerOptions
 	// fences holds the highest fencing token seen per key.
-	fences op.FenceBook
+	fences caller.FenceBook
 }
 
 // NewGuard returns a Guard recording in store. opts may be nil.
@@ -185,7 +185,7 @@ func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.C
 	)
 	rec, ran, err := g.lc.Do(ctx, c.claim, func(ctx context.Context, _ ledger.Lease) ledger.Report {
 		var rep ledger.Report
-		rep, reply, replyErr = g.execute(op.WithHandler(ctx, c.id.Key, c.fence), next, req, c)
+		rep, reply, replyErr = g.execute(caller.WithHandler(ctx, c.id.Key, c.fence), next, req, c)
 		return rep
 	})
 	if ran {
@@ -195,7 +195,7 @@ func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.C
 		}
 		return reply, refuse(ctx, replyErr)
 	}
-	if err := op.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
+	if err := caller.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
 		return nil, refuse(ctx, err)
 	}
 	return replayResult(rec)
@@ -208,25 +208,25 @@ func (g *Guard) prepare(ctx context.Context, req mcp.CallToolRequest) (*gcall, e
 	raw := p.RawArguments
 	if len(raw) == 0 {
 		var err error
-		if raw, err = op.MarshalArgs(p.Arguments); err != nil {
-			return nil, op.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+		if raw, err = caller.MarshalArgs(p.Arguments); err != nil {
+			return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 		}
 	}
-	args, err := op.DecodeArgs(raw)
+	args, err := caller.DecodeArgs(raw)
 	if err != nil {
-		return nil, op.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+		return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
 	var meta map[string]any
 	if p.Meta != nil {
 		meta = p.Meta.AdditionalFields
 	}
-	key, err := op.KeyOf(meta, args)
+	key, err := caller.KeyOf(meta, args)
 	if err != nil {
-		return nil, op.KeyRefusal(p.Name, "", err)
+		return nil, caller.KeyRefusal(p.Name, "", err)
 	}
-	fence, err := op.FenceOf(meta)
+	fence, err := caller.FenceOf(meta)
 	if err != nil {
-		return nil, op.KeyRefusal(p.Name, key, err)
+		return nil, caller.KeyRefusal(p.Name, key, err)
 	}
 	tenant := "default"
 	if g.opts.Tenant != nil {
@@ -240,11 +240,11 @@ func (g *Guard) prepare(ctx context.Context, req mcp.CallToolRequest) (*gcall, e
 	set := g.opts.Tools.For(p.Name)
 	fp, err := ledger.Fingerprint(raw, set.Exclude...)
 	if err != nil {
-		return nil, op.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+		return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
 	red, err := set.Redact.Redact(raw)
 	if err != nil {
-		return nil, op.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
+		return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
 	}
 	retention := set.Retention
 	if retention <= 0 {
@@ -257,7 +257,7 @@ func (g *Guard) prepare(ctx context.Context, req mcp.CallToolRequest) (*gcall, e
 	if s := server.ClientSessionFromContext(ctx); s != nil {
 		c.claim.Session = s.SessionID()
 	}
-	c.claim.TraceID, c.claim.SpanID = op.TraceParent(meta)
+	c.claim.TraceID, c.claim.SpanID = caller.TraceParent(meta)
 	return c, nil
 }
 
@@ -271,21 +271,21 @@ func (g *Guard) execute(ctx context.Context, next server.ToolHandlerFunc, req mc
 		g.opts.Logger.ErrorContext(ctx, "mcpledger mcpgo server: handler panicked; record left UNKNOWN",
 			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
 		rep.ErrorKind, rep.ErrorMessage = "panic", fmt.Sprint(panicked.value)
-		return rep, nil, op.Unknown(c.id.Tool, c.id.Key, "the handler panicked")
+		return rep, nil, caller.Unknown(c.id.Tool, c.id.Key, "the handler panicked")
 	case errors.Is(err, ledger.ErrNotRun):
 		// The handler knows nothing happened: the next attempt with the
 		// key runs it.
 		rep.On, rep.ErrorKind, rep.ErrorMessage = ledger.OnNotSent, "not_run", ledger.OneLine(err.Error(), 500)
-		return rep, nil, op.Refuse(wire.CodeInProgress, wire.ReasonNotRun, c.id.Key, string(ledger.StateRetryable),
+		return rep, nil, caller.Refuse(wire.CodeInProgress, wire.ReasonNotRun, c.id.Key, string(ledger.StateRetryable),
 			fmt.Sprintf("tool %q: nothing happened (%s); send the same request again with the same key", c.id.Tool, ledger.OneLine(err.Error(), 300)), g.opts.RetryAfter)
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		rep.ErrorKind, rep.ErrorMessage = "canceled", ledger.OneLine(err.Error(), 500)
-		return rep, nil, op.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler stopped with its context (%v)", err))
+		return rep, nil, caller.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler stopped with its context (%v)", err))
 	case err != nil:
 		// mcp-go turns every handler error into -32603: the handler may
 		// have acted before it failed.
 		rep.ErrorKind, rep.ErrorMessage = "handler_error", ledger.OneLine(err.Error(), 500)
-		return rep, nil, op.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler failed (%v)", err))
+		return rep, nil, caller.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler failed (%v)", err))
 	}
 	if res == nil {
 		res = &mcp.CallToolResult{Content: []mcp.Content{}}
@@ -333,18 +333,18 @@ func (g *Guard) encode(c *gcall, res *mcp.CallToolResult) (json.RawMessage, bool
 	if err != nil {
 		return nil, false, fmt.Errorf("mcpgo: encode result of %q: %w", c.id.Tool, err)
 	}
-	return op.Stored(raw, g.opts.MaxResult, c.settings.Compact)
+	return caller.Stored(raw, g.opts.MaxResult, c.settings.Compact)
 }
 
 // replayResult is the stored result with the replay marker in its _meta.
 func replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	if text, ok := op.Missing(rec); ok {
+	if text, ok := caller.Missing(rec); ok {
 		return &mcp.CallToolResult{
-			Result:  mcp.Result{Meta: mcp.NewMetaFromMap(map[string]any{wire.MetaReplay: op.Marker(rec)})},
+			Result:  mcp.Result{Meta: mcp.NewMetaFromMap(map[string]any{wire.MetaReplay: caller.Marker(rec)})},
 			Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: true,
 		}, nil
 	}
-	raw, err := op.Mark(rec)
+	raw, err := caller.Mark(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -352,13 +352,13 @@ func replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 }
 
 // KeyFromContext returns the idempotency key of the guarded call a handler
-// runs, for its downstream API and the outbox (op.KeyFromHandler). It
+// runs, for its downstream API and the outbox (caller.KeyFromHandler). It
 // reports false outside a guarded call.
-func KeyFromContext(ctx context.Context) (string, bool) { return op.KeyFromHandler(ctx) }
+func KeyFromContext(ctx context.Context) (string, bool) { return caller.KeyFromHandler(ctx) }
 
 // FenceFromContext returns the fencing token the client sent with the
 // guarded call a handler runs (0 when none).
-func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return op.FenceFromHandler(ctx) }
+func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return caller.FenceFromHandler(ctx) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

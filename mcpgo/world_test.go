@@ -19,13 +19,13 @@ import (
 	mgserver "github.com/mark3labs/mcp-go/server"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/caller"
 	lclient "github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/mcpgo"
 	"github.com/mcpledger/mcpledger/mcpgo/internal/orders"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -317,4 +317,4 @@ func each(t *testing.T, f func(t *testing.T, p pair, wireName string)) {
 	}
 }
 
-func keyed(ctx context.Context, key string) context.Context { return op.WithKey(ctx, key) }
+func keyed(ctx context.Context, key string) context.Context { return caller.WithKey(ctx, key) }

@@ -21,6 +21,12 @@ func Failure(err error, maybeSent bool, attempts int) ledger.Report {
 	switch cls := Classify(err); {
 	case cls == Permanent:
 		rep.On, rep.ErrorKind = ledger.OnRefused, permanentKind(err)
+		var je *jsonrpc.Error
+		if errors.As(err, &je) && je.Message != "" {
+			// The server's own words, not an SDK's wrapping of them: the
+			// record reads the same whichever SDK sent the call.
+			rep.ErrorMessage = ledger.OneLine(je.Message, 500)
+		}
 	case !maybeSent:
 		rep.On, rep.ErrorKind = ledger.OnNotSent, "not_sent"
 	case cls == Unknown:

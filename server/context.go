@@ -3,23 +3,23 @@ package server
 import (
 	"context"
 
-	"github.com/mcpledger/mcpledger/op"
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
 func withCall(ctx context.Context, c *call) context.Context {
-	return op.WithHandler(ctx, c.id.Key, c.fence)
+	return caller.WithHandler(ctx, c.id.Key, c.fence)
 }
 
 // KeyFromContext returns the idempotency key of the guarded call a handler
 // is running, so the handler can pass it to its downstream API (an
 // end-to-end key: the downstream refuses a second effect even if the ledger
 // were lost). It reports false outside a guarded call.
-func KeyFromContext(ctx context.Context) (string, bool) { return op.KeyFromHandler(ctx) }
+func KeyFromContext(ctx context.Context) (string, bool) { return caller.KeyFromHandler(ctx) }
 
 // FenceFromContext returns the fencing token the client sent with the
 // guarded call a handler is running (Token 0 when the client sent none), so
 // a downstream write can be made conditional on it (outbox.Fence): a store
 // that saw a newer token for the key refuses a stale one
 // (wire.Fence.Stale). It reports false outside a guarded call.
-func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return op.FenceFromHandler(ctx) }
+func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return caller.FenceFromHandler(ctx) }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,7 +19,7 @@ type Guard struct {
 	opts  Options
 	tel   *telemetry.Telemetry
 	// fences holds the highest fencing token seen per key.
-	fences op.FenceBook
+	fences caller.FenceBook
 
 	// schemas maps *mcp.Tool to *schemaEntry. Tools are immutable once
 	// registered, so a pointer identifies one schema; a replaced tool gets a
@@ -145,7 +145,7 @@ func (g *Guard) run(ctx context.Context, next mcp.MethodHandler, req *mcp.CallTo
 		}
 		return reply, replyErr
 	}
-	if err := op.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
+	if err := caller.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
 		g.log(ctx, "refused: "+err.Error(), c, rec)
 		return nil, rpcError(err)
 	}

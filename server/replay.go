@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,7 +60,7 @@ func (g *Guard) encode(c *call, r *mcp.CallToolResult) (json.RawMessage, bool, e
 	if err != nil {
 		return nil, false, fmt.Errorf("server: encoding result of %q: %w", c.id.Tool, err)
 	}
-	small, changed, err := op.Stored(raw, g.opts.MaxResult, c.policy.Compact)
+	small, changed, err := caller.Stored(raw, g.opts.MaxResult, c.policy.Compact)
 	if err != nil {
 		return nil, false, fmt.Errorf("server: compacting result of %q: %w", c.id.Tool, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,16 +28,16 @@ type call struct {
 	fence wire.Fence
 }
 
-// The request reading every SDK adapter shares, from package op.
+// The request reading every SDK adapter shares, from package caller.
 var (
-	decodeArgs  = op.DecodeArgs
-	callKey     = op.KeyOf
-	traceParent = op.TraceParent
-	jsonKind    = op.JSONKind
-	errNoKey    = op.ErrNoKey
+	decodeArgs  = caller.DecodeArgs
+	callKey     = caller.KeyOf
+	traceParent = caller.TraceParent
+	jsonKind    = caller.JSONKind
+	errNoKey    = caller.ErrNoKey
 )
 
-const keyHelp = op.KeyHelp
+const keyHelp = caller.KeyHelp
 
 // prepare checks a guarded call and builds its ledger identity. A non-nil
 // error is returned to the client as is; nothing is stored.
@@ -56,7 +56,7 @@ func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp
 		return nil, wireError(codeKeyRequired, reason, "", "",
 			fmt.Sprintf("tool %q: %v; %s", p.Name, err, keyHelp), 0)
 	}
-	fence, err := op.FenceOf(p.Meta)
+	fence, err := caller.FenceOf(p.Meta)
 	if err != nil {
 		return nil, wireError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, key, "", fmt.Sprintf("tool %q: %v", p.Name, err), 0)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcpledger/mcpledger/op"
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -32,18 +32,18 @@ const (
 	reasonKeyInvalid     = wire.ReasonKeyInvalid
 )
 
-// wireError builds one of the -3100x errors (op.Refuse) as go-sdk's
+// wireError builds one of the -3100x errors (caller.Refuse) as go-sdk's
 // error value.
 func wireError(code int64, reason, key, state, msg string, retryAfter time.Duration) *jsonrpc.Error {
-	return refusal(op.Refuse(code, reason, key, state, msg, retryAfter))
+	return refusal(caller.Refuse(code, reason, key, state, msg, retryAfter))
 }
 
 func invalidParams(msg string) *jsonrpc.Error {
-	return refusal(op.InvalidParams(msg))
+	return refusal(caller.InvalidParams(msg))
 }
 
 // refusal is r as go-sdk's error value.
-func refusal(r *op.Refusal) *jsonrpc.Error {
+func refusal(r *caller.Refusal) *jsonrpc.Error {
 	e := &jsonrpc.Error{Code: r.Code, Message: r.Message}
 	if r.Data != nil {
 		data, err := json.Marshal(r.Data)
@@ -56,10 +56,10 @@ func refusal(r *op.Refusal) *jsonrpc.Error {
 	return e
 }
 
-// rpcError is err as go-sdk's error value when it is an op.Refusal, else
+// rpcError is err as go-sdk's error value when it is an caller.Refusal, else
 // err.
 func rpcError(err error) error {
-	var r *op.Refusal
+	var r *caller.Refusal
 	if errors.As(err, &r) {
 		return refusal(r)
 	}

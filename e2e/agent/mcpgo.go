@@ -11,11 +11,11 @@ import (
 	mgmcp "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/e2e/internal/journal"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcpgo"
-	"github.com/mcpledger/mcpledger/op"
 )
 
 // dialMCPGo is the agent on github.com/mark3labs/mcp-go (-sdk mcpgo):
@@ -34,7 +34,7 @@ func callMCPGo(ctx context.Context, c *mcpgo.Client, key string) journal.Entry {
 	req := mgmcp.CallToolRequest{}
 	req.Params.Name = "create_payment"
 	req.Params.Arguments = journal.Arguments(key)
-	out, err := c.Call(op.WithKey(ctx, key), req)
+	out, err := c.Call(caller.WithKey(ctx, key), req)
 	if err != nil {
 		return describe(key, nil, err)
 	}

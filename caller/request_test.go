@@ -1,10 +1,10 @@
-package op_test
+package caller_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/mcpledger/mcpledger/op"
+	"github.com/mcpledger/mcpledger/caller"
 )
 
 func TestCarriesKeyArg(t *testing.T) {
@@ -19,7 +19,7 @@ func TestCarriesKeyArg(t *testing.T) {
 		{`{"idempotency\u005fkey":"k"}`, true},
 		{`not json "idempotency_key"`, false},
 	} {
-		if got := op.CarriesKeyArg(json.RawMessage(c.args)); got != c.want {
+		if got := caller.CarriesKeyArg(json.RawMessage(c.args)); got != c.want {
 			t.Errorf("CarriesKeyArg(%s) = %v; want %v", c.args, got, c.want)
 		}
 	}

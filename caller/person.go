@@ -1,4 +1,4 @@
-package client
+package caller
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -121,12 +119,22 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, to ledger.Sta
 		message += ": " + note
 	}
 	text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", r.Tool, r.Key, message)
-	res := &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		IsError: to == ledger.StateFailed,
-		Meta: mcp.Meta{MetaReconciled: map[string]any{
+	// A tool result with one text content, isError for FAILED, as every
+	// SDK decodes it.
+	type content struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	res := struct {
+		Meta    map[string]any `json:"_meta"`
+		Content []content      `json:"content"`
+		IsError bool           `json:"isError,omitempty"`
+	}{
+		Meta: map[string]any{MetaReconciled: map[string]any{
 			"as": string(to), "by": by, "at": now.Format(time.RFC3339), "note": note,
 		}},
+		Content: []content{{Type: "text", Text: text}},
+		IsError: to == ledger.StateFailed,
 	}
 	result, err := json.Marshal(res)
 	if err != nil {

@@ -1,13 +1,13 @@
-package op
+package caller
 
 import (
-	"github.com/mcpledger/mcpledger/wire"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 type ctxKey int
@@ -17,6 +17,7 @@ const (
 	chainCtx
 	newKeyCtx
 	leaseCtx
+	confirmerCtx
 )
 
 // WithKey sets the idempotency key of the next calls made with ctx. It is
@@ -113,7 +114,20 @@ func Choose(ctx context.Context, tool, fp string) (key string, ok bool, err erro
 func Fresh() string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		panic("op: crypto/rand failed: " + err.Error())
+		panic("caller: crypto/rand failed: " + err.Error())
 	}
 	return "r1." + hex.EncodeToString(b)
+}
+
+// WithConfirmer sets the confirmer for calls made with ctx, in place of
+// Options.Confirmer. A proxy uses it to ask the host of each request (an
+// MCP elicitation); its answer to a question asked earlier also settles an
+// operation left PENDING_APPROVAL by that question.
+func WithConfirmer(ctx context.Context, c confirm.Confirmer) context.Context {
+	return context.WithValue(ctx, confirmerCtx, c)
+}
+
+func confirmerFrom(ctx context.Context) (confirm.Confirmer, bool) {
+	c, ok := ctx.Value(confirmerCtx).(confirm.Confirmer)
+	return c, ok && c != nil
 }

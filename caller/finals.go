@@ -1,10 +1,8 @@
-package client
+package caller
 
 import (
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -14,18 +12,19 @@ import (
 // of it, and a store replaces it only after ExpiresAt. So until then a
 // repeat can be answered from memory, without reading the ledger. The zero
 // value is ready to use.
-type finals struct {
+type finals[R comparable] struct {
 	// mu guards m and bytes.
 	mu    sync.Mutex
-	m     map[ledger.ID]*final
+	m     map[ledger.ID]*final[R]
 	bytes int // sum of size over m
 }
 
 // final is a remembered record and, once replayed, its decoded result: a
 // private template that callers only ever get copies of.
-type final struct {
+type final[R comparable] struct {
 	rec  *ledger.Record
-	tmpl *mcp.CallToolResult
+	tmpl R
+	has  bool // tmpl is set
 }
 
 // finalsBudget bounds the memory the remembered records take, as size
@@ -45,7 +44,7 @@ func size(r *ledger.Record) int {
 }
 
 // get returns the remembered record of id while it has not expired.
-func (f *finals) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
+func (f *finals[R]) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.m[id]
@@ -60,27 +59,28 @@ func (f *finals) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
 }
 
 // template returns the decoded result remembered for r, if any.
-func (f *finals) template(r *ledger.Record) *mcp.CallToolResult {
+func (f *finals[R]) template(r *ledger.Record) (R, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.m[r.ID]; ok && e.rec == r {
-		return e.tmpl
+	if e, ok := f.m[r.ID]; ok && e.rec == r && e.has {
+		return e.tmpl, true
 	}
-	return nil
+	var zero R
+	return zero, false
 }
 
 // setTemplate remembers the decoded result of r while r is remembered.
-func (f *finals) setTemplate(r *ledger.Record, t *mcp.CallToolResult) {
+func (f *finals[R]) setTemplate(r *ledger.Record, t R) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.m[r.ID]; ok && e.rec == r {
-		e.tmpl = t
+		e.tmpl, e.has = t, true
 	}
 }
 
 // put remembers r when it is final. Entries are evicted in no particular
 // order once the budget is reached; a miss only costs a ledger read.
-func (f *finals) put(r *ledger.Record) {
+func (f *finals[R]) put(r *ledger.Record) {
 	if r == nil || r.Tombstone || !r.State.Final() {
 		return
 	}
@@ -91,7 +91,7 @@ func (f *finals) put(r *ledger.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
-		f.m = map[ledger.ID]*final{}
+		f.m = map[ledger.ID]*final[R]{}
 	}
 	if old, ok := f.m[r.ID]; ok {
 		f.drop(r.ID, old.rec)
@@ -102,27 +102,28 @@ func (f *finals) put(r *ledger.Record) {
 		}
 		f.drop(id, old.rec)
 	}
-	f.m[r.ID] = &final{rec: r}
+	f.m[r.ID] = &final[R]{rec: r}
 	f.bytes += n
 }
 
 // putResult remembers r, which this process just recorded from res, with
 // a private copy of res as its template: the result a replay hands out is
 // then copied from memory, never decoded from the stored bytes, which
-// would cost a go-sdk decode (tens of µs) on the first replay of each key.
+// would cost an SDK decode (tens of µs) on the first replay of each key.
 // A compacted record's stored result differs from res and keeps no
 // template.
-func (f *finals) putResult(r *ledger.Record, res *mcp.CallToolResult) {
+func (f *finals[R]) putResult(r *ledger.Record, res R, codec Codec[R]) {
 	f.put(r)
-	if r == nil || res == nil || r.Compacted {
+	var zero R
+	if r == nil || res == zero || r.Compacted {
 		return
 	}
-	if t, ok := copyResult(res); ok {
+	if t, ok := codec.Copy(res); ok {
 		f.setTemplate(r, t)
 	}
 }
 
-func (f *finals) drop(id ledger.ID, r *ledger.Record) {
+func (f *finals[R]) drop(id ledger.ID, r *ledger.Record) {
 	delete(f.m, id)
 	f.bytes -= size(r)
 }

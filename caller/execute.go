@@ -1,4 +1,4 @@
-package client
+package caller
 
 import (
 	"context"
@@ -14,9 +14,8 @@ import (
 // execute claims op. The winner asks for approval when the policy says so
 // and runs the call; a follower settles on the record it found. A record
 // that turns out reclaimable (RETRYABLE, REJECTED) is claimed again.
-func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
-	s := c.Session()
-	verdict := c.opts.Policy.Decide(confirm.Tool{Name: op.name, Server: c.serverName(s), Annotations: annotations(op)})
+func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
+	verdict := c.opts.Policy.Decide(c.confirmTool(op.name, op.tool))
 	if verdict == confirm.Ask && !c.canAsk(ctx) && c.opts.Policy.QueuesUnasked() {
 		verdict = confirm.Queue
 	}
@@ -40,7 +39,7 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 		Arguments:     redacted,
 		NeedsApproval: ask || verdict == confirm.Deny,
 		Retention:     c.retention(op.name),
-		ReusePolicy:   c.opts.Tools.For(op.name).Reuse,
+		ReusePolicy:   op.settings.Reuse,
 		TraceID:       traceID,
 		SpanID:        spanID,
 	}
@@ -84,8 +83,8 @@ func (c *Client) execute(ctx context.Context, op *operation) (*Outcome, error) {
 // returns the PROCESSING record on approval. No answer (no one to ask, a
 // prompt aborted) leaves the record REJECTED: nothing ran, and a later
 // call with an answer runs.
-func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record, verdict confirm.Verdict) (*ledger.Record, error) {
-	tool := confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}
+func (c *Caller[P, R]) approve(ctx context.Context, op *operation[P], rec *ledger.Record, verdict confirm.Verdict) (*ledger.Record, error) {
+	tool := c.confirmTool(op.name, op.tool)
 	st, err := confirm.Settle(ctx, c.lc, rec, verdict, c.opts.Now, c.opts.Policy.Bound(tool), func(ctx context.Context) (confirm.Answer, error) {
 		return c.ask(ctx, op, rec)
 	})
@@ -110,7 +109,7 @@ func (c *Client) approve(ctx context.Context, op *operation, rec *ledger.Record,
 
 // ask puts the call before a person. Earlier attempts of the same call in
 // this session are shown so the person can spot a repeat.
-func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (confirm.Answer, error) {
+func (c *Caller[P, R]) ask(ctx context.Context, op *operation[P], rec *ledger.Record) (confirm.Answer, error) {
 	asker := c.opts.Confirmer
 	if cf, ok := confirmerFrom(ctx); ok {
 		asker = cf
@@ -136,16 +135,16 @@ func (c *Client) ask(ctx context.Context, op *operation, rec *ledger.Record) (co
 		}
 	}
 	return asker.Confirm(ctx, confirm.Request{
-		Tenant: op.id.Tenant, Session: c.opts.Session, Server: c.serverName(c.Session()),
+		Tenant: op.id.Tenant, Session: c.opts.Session, Server: c.serverName(),
 		Tool: op.name, Key: op.id.Key, Arguments: args,
-		Annotations: annotations(op), Earlier: mine,
+		Annotations: c.confirmTool(op.name, op.tool).Annotations, Earlier: mine,
 	})
 }
 
 // sessionApproved reports whether a person approved this tool "for this
 // session" earlier; the decision lives in the ledger so it holds across
 // processes that share the session id.
-func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, error) {
+func (c *Caller[P, R]) sessionApproved(ctx context.Context, op *operation[P]) (bool, error) {
 	f := ledger.Filter{Tenant: op.id.Tenant, Layer: op.id.Layer, Session: c.opts.Session, Tool: op.name, Limit: ledger.MaxPageSize}
 	for {
 		page, err := c.store.List(ctx, f)
@@ -164,14 +163,14 @@ func (c *Client) sessionApproved(ctx context.Context, op *operation) (bool, erro
 	}
 }
 
-func (c *Client) retention(tool string) time.Duration {
+func (c *Caller[P, R]) retention(tool string) time.Duration {
 	if d := c.opts.Tools.For(tool).Retention; d > 0 {
 		return d
 	}
 	return c.opts.Retention
 }
 
-func (c *Client) settleID(ctx context.Context, op *operation) (*Outcome, error) {
+func (c *Caller[P, R]) settleID(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
 	rec, err := c.store.Get(ctx, op.id)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -185,7 +184,7 @@ func (c *Client) settleID(ctx context.Context, op *operation) (*Outcome, error) 
 
 // claimFailed is the error of a call whose claim the ledger could not
 // make: nothing was sent.
-func claimFailed(op *operation, err error) error {
+func claimFailed[P any](op *operation[P], err error) error {
 	return &Error{Tool: op.name, Key: op.id.Key, Err: fmt.Errorf("%w: the ledger could not record the call, so it was not sent: %w", ErrNotSent, err),
 		Text: fmt.Sprintf("The call to %s (key %s) was not sent: the ledger could not record it. Nothing ran; the same call may be made again once the ledger works.", op.name, op.id.Key)}
 }

@@ -1,4 +1,4 @@
-package op_test
+package caller_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -34,7 +34,7 @@ func TestMark(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := op.Mark(record(tc.stored))
+			out, err := caller.Mark(record(tc.stored))
 			if err != nil {
 				t.Fatalf("Mark(%s) = %v", tc.stored, err)
 			}
@@ -55,8 +55,8 @@ func TestMark(t *testing.T) {
 				t.Fatalf("Mark(%s) _meta = %s: %v", tc.stored, got["_meta"], err)
 			}
 			var m wire.Replay
-			if err := json.Unmarshal(meta[wire.MetaReplay], &m); err != nil || m != op.Marker(record(tc.stored)) {
-				t.Errorf("Mark(%s) marker = %s (%v); want %+v", tc.stored, meta[wire.MetaReplay], err, op.Marker(record(tc.stored)))
+			if err := json.Unmarshal(meta[wire.MetaReplay], &m); err != nil || m != caller.Marker(record(tc.stored)) {
+				t.Errorf("Mark(%s) marker = %s (%v); want %+v", tc.stored, meta[wire.MetaReplay], err, caller.Marker(record(tc.stored)))
 			}
 			if tc.name == "meta kept" && string(meta["trace"]) != `"x"` {
 				t.Errorf("Mark(%s) lost the stored _meta entry: %s", tc.stored, got["_meta"])
@@ -64,7 +64,7 @@ func TestMark(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{``, `[]`, `"x"`, `{"_meta":[1]}`} {
-		if _, err := op.Mark(record(bad)); err == nil {
+		if _, err := caller.Mark(record(bad)); err == nil {
 			t.Errorf("Mark(%q) = nil error; want one", bad)
 		}
 	}
@@ -90,14 +90,14 @@ func TestRepeat(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := op.Repeat(context.Background(), id, tc.rec, tc.err, time.Second)
+			err := caller.Repeat(context.Background(), id, tc.rec, tc.err, time.Second)
 			if tc.code == 0 {
 				if err != nil {
 					t.Errorf("Repeat(%s) = %v; want nil (replay)", tc.rec.State, err)
 				}
 				return
 			}
-			var r *op.Refusal
+			var r *caller.Refusal
 			if !errors.As(err, &r) || r.Code != tc.code || r.Data == nil || r.Data.Reason != tc.reason || r.Data.Key != id.Key {
 				t.Errorf("Repeat(%s, %v) = %#v; want code %d reason %s with the key", tc.rec.State, tc.err, err, tc.code, tc.reason)
 			}
@@ -108,13 +108,13 @@ func TestRepeat(t *testing.T) {
 // A caller of either SDK wrapper sets the key the same way; a guarded
 // handler reads it back the same way.
 func Example() {
-	ctx := op.WithKey(context.Background(), "order-1042")
-	key, ok := op.Key(ctx)
+	ctx := caller.WithKey(context.Background(), "order-1042")
+	key, ok := caller.Key(ctx)
 	fmt.Println(key, ok)
 
-	h := op.WithHandler(context.Background(), "order-1042", wire.Fence{Token: 7, Scope: "l1"})
-	key, _ = op.KeyFromHandler(h)
-	fence, _ := op.FenceFromHandler(h)
+	h := caller.WithHandler(context.Background(), "order-1042", wire.Fence{Token: 7, Scope: "l1"})
+	key, _ = caller.KeyFromHandler(h)
+	fence, _ := caller.FenceFromHandler(h)
 	fmt.Println(key, fence.Token, fence.Scope)
 	// Output:
 	// order-1042 true

@@ -1,10 +1,7 @@
-package client
+package caller
 
 import (
 	"errors"
-	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
@@ -12,11 +9,12 @@ import (
 
 // upstreamState is the state an upstream ledger (agentctl proxy) named on
 // an error result instead of the tool's answer (_meta MetaError), if any.
-func upstreamState(res *mcp.CallToolResult) (ledger.State, bool) {
-	if res == nil || !res.IsError {
+func (c *Caller[P, R]) upstreamState(res R) (ledger.State, bool) {
+	var zero R
+	if res == zero || !c.codec.IsError(res) {
 		return "", false
 	}
-	m, ok := res.Meta[wire.MetaError].(map[string]any)
+	m, ok := c.codec.Meta(res)[wire.MetaError].(map[string]any)
 	if !ok {
 		return "", false
 	}
@@ -29,22 +27,11 @@ func upstreamState(res *mcp.CallToolResult) (ledger.State, bool) {
 
 // upstreamSaid is the error of a call whose upstream ledger answered with
 // its record's state: the text it gave, which says what happened there.
-func upstreamSaid(res *mcp.CallToolResult) error {
-	st, _ := upstreamState(res)
-	text := ledger.OneLine(resultText(res), 500)
+func (c *Caller[P, R]) upstreamSaid(res R) error {
+	st, _ := c.upstreamState(res)
+	text := ledger.OneLine(c.codec.Text(res), 500)
 	if text == "" {
 		text = "the upstream ledger answered " + string(st)
 	}
 	return errors.New("upstream: " + text)
-}
-
-// resultText is the text content of res, joined.
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, " ")
 }

@@ -1,17 +1,13 @@
-package client
+package caller
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/op"
 	"github.com/mcpledger/mcpledger/telemetry"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 // settle answers a caller whose operation already has a record, by the
@@ -19,7 +15,7 @@ import (
 // finished call, the denial, or an error that says what happened. It never
 // executes; again reports that the record is reclaimable and the caller
 // should claim it.
-func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) (o *Outcome, err error, again bool) {
+func (c *Caller[P, R]) settle(ctx context.Context, op *operation[P], rec *ledger.Record) (o *Outcome[R], err error, again bool) {
 	if o, err, again, ok := c.queued(ctx, op, rec); ok {
 		return o, err, again
 	}
@@ -66,103 +62,64 @@ func (c *Client) settle(ctx context.Context, op *operation, rec *ledger.Record) 
 	return nil, c.fail(op, rec, ledger.ErrInProgress), false
 }
 
-// ReplayMarker is the value of _meta["io.github.mcpledger/replay"] on a
-// replayed result.
-type ReplayMarker = wire.Replay
-
 // replay answers with the first execution's result plus the replay marker.
-func (c *Client) replay(op *operation, rec *ledger.Record) (*Outcome, error) {
+func (c *Caller[P, R]) replay(op *operation[P], rec *ledger.Record) (*Outcome[R], error) {
 	if len(rec.Result) == 0 {
 		// A record finished without a result (reconciled by a person
 		// without one): say so rather than replay an empty success.
-		return nil, c.fail(op, rec, fmt.Errorf("client: %s ended as %s without a stored result (%s): %s", rec.Tool, rec.State, rec.ErrorKind, rec.ErrorMessage))
+		return nil, c.fail(op, rec, fmt.Errorf("caller: %s ended as %s without a stored result (%s): %s", rec.Tool, rec.State, rec.ErrorKind, rec.ErrorMessage))
 	}
-	res, err := c.replayResult(rec)
+	res, err := c.Replay(rec)
 	if err != nil {
 		return nil, err
 	}
 	c.log.Info("replayed", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "state", rec.State)
-	return &Outcome{Result: res, Key: rec.Key, Replayed: true, Record: rec, Decision: op.decision}, nil
+	return &Outcome[R]{Result: res, Key: rec.Key, Replayed: true, Record: rec, Decision: op.decision}, nil
 }
 
-// Replay decodes a finished record's result and adds the replay marker to
-// its _meta. Apart from that one _meta entry the result marshals to the
-// stored JSON.
-func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	res, err := decodeResult(rec)
-	if err != nil {
-		return nil, err
-	}
-	mark(res, rec)
-	return res, nil
-}
-
-// replayResult is Replay with the decoded result remembered for finished
-// records this process keeps: later replays copy it instead of decoding.
-func (c *Client) replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	if t := c.finals.template(rec); t != nil {
-		if cp, ok := copyResult(t); ok {
-			mark(cp, rec)
+// Replay decodes a finished record's result, as the SDK's client would
+// have, with the replay marker added to its _meta. Apart from that one
+// _meta entry the result encodes to the stored JSON. The decoded result
+// of a finished record this process keeps is remembered: later replays
+// copy it instead of decoding.
+func (c *Caller[P, R]) Replay(rec *ledger.Record) (R, error) {
+	if t, ok := c.finals.template(rec); ok {
+		if cp, ok := c.codec.Copy(t); ok {
+			c.codec.Mark(cp, Marker(rec))
 			return cp, nil
 		}
 	}
-	res, err := decodeResult(rec)
+	res, err := c.codec.Decode(rec.Result)
 	if err != nil {
-		return nil, err
+		var zero R
+		return zero, fmt.Errorf("caller: stored result of %s is not a tool result: %w", rec.Tool, err)
 	}
-	if t, ok := copyResult(res); ok {
+	if t, ok := c.codec.Copy(res); ok {
 		c.finals.setTemplate(rec, t)
 	}
-	mark(res, rec)
+	c.codec.Mark(res, Marker(rec))
 	return res, nil
-}
-
-func decodeResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	res := new(mcp.CallToolResult)
-	// Straight to go-sdk's decoder: json.Unmarshal would first scan the
-	// stored bytes, which the store wrote from a valid result.
-	if err := res.UnmarshalJSON(rec.Result); err != nil {
-		return nil, fmt.Errorf("client: stored result of %s is not a CallToolResult: %w", rec.Tool, err)
-	}
-	return res, nil
-}
-
-// mark adds the replay marker to a fresh _meta map of res.
-func mark(res *mcp.CallToolResult, rec *ledger.Record) {
-	meta := mcp.Meta{}
-	for k, v := range res.Meta {
-		meta[k] = v
-	}
-	meta[wire.MetaReplay] = wire.Replay{
-		Key: rec.Key, State: rec.State, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
-	}
-	res.Meta = meta
 }
 
 // fail builds the caller's error for op, with the model-facing text.
-func (c *Client) fail(op *operation, rec *ledger.Record, err error) error {
+func (c *Caller[P, R]) fail(op *operation[P], rec *ledger.Record, err error) error {
 	e := &Error{Tool: op.name, Key: op.id.Key, Err: err}
 	if rec != nil {
 		e.Key, e.State = rec.Key, rec.State
 	}
-	e.Text = explain(op.name, e.Key, rec, err)
+	e.Text = Explain(op.name, e.Key, rec, err)
 	return e
 }
-
-// explain is the model-facing text of a call that did not complete
-// (op.Explain, shared with the mcp-go wrapper).
-var explain = op.Explain
 
 // resolvePending asks the request's confirmer about a record waiting for
 // approval and, on approval, runs the call. The record's lease is taken
 // over first (its fence guards the answer), so exactly one caller acts on
 // it; the record's own owner may be waiting for the host's answer.
-func (c *Client) resolvePending(ctx context.Context, op *operation, rec *ledger.Record) (*Outcome, error) {
+func (c *Caller[P, R]) resolvePending(ctx context.Context, op *operation[P], rec *ledger.Record) (*Outcome[R], error) {
 	if op.fp != "" && rec.Fingerprint != op.fp {
 		return nil, c.fail(op, rec, ledger.ErrKeyReused)
 	}
-	s := c.Session()
-	verdict := c.opts.Policy.Decide(confirm.Tool{Name: op.name, Server: c.serverName(s), Annotations: annotations(op)})
+	verdict := c.opts.Policy.Decide(c.confirmTool(op.name, op.tool))
 	if verdict == confirm.Allow {
 		verdict = confirm.Ask
 	}

@@ -1,4 +1,4 @@
-package client
+package caller
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 // golang.org/x/sync/singleflight waits with a context only through DoChan,
 // which starts a goroutine for every call, the first one included: a
 // hand-off on the path of every new operation that this group avoids.
-type flightGroup struct {
+type flightGroup[R comparable] struct {
 	mu sync.Mutex
-	m  map[string]*flight
+	m  map[string]*flight[R]
 }
 
-type flight struct {
+type flight[R comparable] struct {
 	done chan struct{} // closed when out and err are final
-	out  *Outcome
+	out  *Outcome[R]
 	err  error
 	// waiters counts the callers sharing this flight; guarded by
 	// flightGroup.mu, final once the flight has left the map.
@@ -30,13 +30,13 @@ type flight struct {
 
 // errFlightPanicked is what waiters get when the execution they wait for
 // panicked; the panic itself goes on up the caller that started it.
-var errFlightPanicked = errors.New("client: the shared execution of this key panicked")
+var errFlightPanicked = errors.New("caller: the shared execution of this key panicked")
 
 // do runs fn once for key, or waits for the run already under way. Every
 // caller gets its own *Outcome to mutate: when a run had waiters, each of
 // them and the caller that ran it get copies. gaveUp reports a waiter whose
 // ctx ended first; err is then ctx's error.
-func (g *flightGroup) do(ctx context.Context, key string, fn func() (*Outcome, error)) (o *Outcome, err error, gaveUp bool) {
+func (g *flightGroup[R]) do(ctx context.Context, key string, clone func(*Outcome[R]) (*Outcome[R], error), fn func() (*Outcome[R], error)) (o *Outcome[R], err error, gaveUp bool) {
 	g.mu.Lock()
 	if f, ok := g.m[key]; ok {
 		f.waiters++
@@ -48,13 +48,13 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func() (*Outcome, e
 			if f.err != nil {
 				return nil, f.err, false
 			}
-			o, err := f.out.clone()
+			o, err := clone(f.out)
 			return o, err, false
 		}
 	}
-	f := &flight{done: make(chan struct{}), err: errFlightPanicked}
+	f := &flight[R]{done: make(chan struct{}), err: errFlightPanicked}
 	if g.m == nil {
-		g.m = map[string]*flight{}
+		g.m = map[string]*flight[R]{}
 	}
 	g.m[key] = f
 	g.mu.Unlock()
@@ -76,6 +76,6 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func() (*Outcome, e
 	}
 	// Waiters copy f.out concurrently; it stays unmodified, and this
 	// caller gets a copy like them.
-	o, err = f.out.clone()
+	o, err = clone(f.out)
 	return o, err, false
 }

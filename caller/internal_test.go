@@ -1,4 +1,4 @@
-package client
+package caller
 
 import (
 	"context"
@@ -23,19 +23,19 @@ func TestWithKeyArg(t *testing.T) {
 		// An escaped spelling of the name takes the decoding path too.
 		{`{"idempotency\u005fkey":"mine"}`, `{"idempotency_key":"k1"}`},
 	} {
-		raw, err := json.Marshal(withKeyArg(json.RawMessage(tc.args), "k1"))
+		raw, err := json.Marshal(WithKeyArg(json.RawMessage(tc.args), "k1"))
 		if err != nil {
-			t.Fatalf("withKeyArg(%s): %v", tc.args, err)
+			t.Fatalf("WithKeyArg(%s): %v", tc.args, err)
 		}
 		var got, want map[string]any
 		if err := json.Unmarshal(raw, &got); err != nil {
-			t.Fatalf("withKeyArg(%s) = %s, not an object: %v", tc.args, raw, err)
+			t.Fatalf("WithKeyArg(%s) = %s, not an object: %v", tc.args, raw, err)
 		}
 		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("withKeyArg(%s) = %s; want %s", tc.args, raw, tc.want)
+			t.Errorf("WithKeyArg(%s) = %s; want %s", tc.args, raw, tc.want)
 		}
 	}
 }
@@ -43,12 +43,12 @@ func TestWithKeyArg(t *testing.T) {
 // A waiter of a shared execution that panics gets an error, not a hang;
 // the panic goes on up the caller that ran it.
 func TestFlightPanicReleasesWaiters(t *testing.T) {
-	var g flightGroup
+	var g flightGroup[*int]
 	joined := make(chan struct{})
 	waited := make(chan error, 1)
 	go func() {
 		<-joined
-		_, err, _ := g.do(context.Background(), "k", func() (*Outcome, error) {
+		_, err, _ := g.do(context.Background(), "k", cloneOutcome, func() (*Outcome[*int], error) {
 			t.Error("a waiter ran the execution")
 			return nil, nil
 		})
@@ -60,7 +60,7 @@ func TestFlightPanicReleasesWaiters(t *testing.T) {
 				t.Error("the panic did not reach the caller that ran the execution")
 			}
 		}()
-		g.do(context.Background(), "k", func() (*Outcome, error) {
+		g.do(context.Background(), "k", cloneOutcome, func() (*Outcome[*int], error) {
 			close(joined)
 			// Hold the flight until the waiter has joined it.
 			for {
@@ -86,7 +86,7 @@ func TestFlightPanicReleasesWaiters(t *testing.T) {
 // Records with tiny results still count what they cost in memory, so the
 // remembered set stays bounded however small the results are.
 func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
-	var f finals
+	var f finals[*int]
 	now := time.Now()
 	for i := range 3 * finalsBudget / recordOverhead {
 		f.put(&ledger.Record{
@@ -113,4 +113,9 @@ func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
 	if _, ok := f.get(last, now); !ok {
 		t.Fatal("the record put last is not remembered")
 	}
+}
+
+func cloneOutcome(o *Outcome[*int]) (*Outcome[*int], error) {
+	cp := *o
+	return &cp, nil
 }

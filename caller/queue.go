@@ -1,4 +1,4 @@
-package client
+package caller
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func QueuedCall(r *ledger.Record) (Queued, bool) {
 	return Queued{Requester: requester, PolicyVersion: version, Approved: state == queueApproved}, true
 }
 
-func (c *Client) requester() string {
+func (c *Caller[P, R]) requester() string {
 	if c.opts.Requester != "" {
 		return c.opts.Requester
 	}
@@ -88,14 +88,14 @@ func (c *Client) requester() string {
 }
 
 // canAsk reports whether a confirmer could be asked now.
-func (c *Client) canAsk(ctx context.Context) bool {
+func (c *Caller[P, R]) canAsk(ctx context.Context) bool {
 	_, ok := confirmerFrom(ctx)
 	return ok || c.opts.Confirmer != nil
 }
 
 // enqueue claims op for a person to decide later and answers at once.
-func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimRequest) (*Outcome, error) {
-	tool := confirm.Tool{Name: op.name, Server: c.serverName(c.Session()), Annotations: annotations(op)}
+func (c *Caller[P, R]) enqueue(ctx context.Context, op *operation[P], req ledger.ClaimRequest) (*Outcome[R], error) {
+	tool := c.confirmTool(op.name, op.tool)
 	req.NeedsApproval = true
 	req.Owner = queueOwner(false, c.opts.Policy.Version(), c.requester())
 	req.Lease = c.opts.Policy.Expiry(tool)
@@ -123,7 +123,7 @@ func (c *Client) enqueue(ctx context.Context, op *operation, req ledger.ClaimReq
 
 // unasked reports whether err is a confirmation that found no one to ask
 // under a policy that queues such calls instead.
-func (c *Client) unasked(err error) bool {
+func (c *Caller[P, R]) unasked(err error) bool {
 	return c.opts.Policy.QueuesUnasked() && errors.Is(err, ErrRejected) && errors.Is(err, confirm.ErrNoConfirmer)
 }
 
@@ -131,7 +131,7 @@ func (c *Client) unasked(err error) bool {
 // (ErrAwaitingApproval), approved (take it over and run it once), or past
 // its expiry (end the lease; again reports the key is free to claim). ok is
 // false when rec is not a queued call.
-func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) (o *Outcome, err error, again, ok bool) {
+func (c *Caller[P, R]) queued(ctx context.Context, op *operation[P], rec *ledger.Record) (o *Outcome[R], err error, again, ok bool) {
 	q, ok := QueuedCall(rec)
 	if !ok {
 		return nil, nil, false, false
@@ -139,11 +139,11 @@ func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) 
 	now := c.opts.Now()
 	if !rec.LeaseUntil.IsZero() && !now.Before(rec.LeaseUntil) {
 		if _, err := c.store.ExpireLeases(ctx); err != nil {
-			return nil, fmt.Errorf("client: expire the approval of %s: %w", op.name, err), false, true
+			return nil, fmt.Errorf("caller: expire the approval of %s: %w", op.name, err), false, true
 		}
 		latest, err := c.store.Get(ctx, rec.ID)
 		if err != nil {
-			return nil, fmt.Errorf("client: %w", err), false, true
+			return nil, fmt.Errorf("caller: %w", err), false, true
 		}
 		if latest.State == ledger.StatePendingApproval {
 			return nil, c.awaiting(op, latest, ""), false, true
@@ -165,7 +165,7 @@ func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) 
 		return o, err, false, true
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: take over the approved %s: %w", op.name, err), false, true
+		return nil, fmt.Errorf("caller: take over the approved %s: %w", op.name, err), false, true
 	}
 	c.log.Info("approved call taken over", "tool", op.name, "key", ledger.ShortHash(rec.Key), "by", rec.Approval.By)
 	o, err = c.run(ctx, op, after)
@@ -178,24 +178,20 @@ func (c *Client) queued(ctx context.Context, op *operation, rec *ledger.Record) 
 // model told "do not issue it again" would never make the call that runs
 // it once approved; told only "try again" it would poll; so the text says
 // to tell the user, ask ledger_status later, and call again once approved.
-func (c *Client) awaiting(op *operation, rec *ledger.Record, why string) error {
+func (c *Caller[P, R]) awaiting(op *operation[P], rec *ledger.Record, why string) error {
 	err := ErrAwaitingApproval
 	if why != "" {
 		err = fmt.Errorf("%w: %s", ErrAwaitingApproval, why)
 	}
 	e := c.fail(op, rec, err)
 	if ce, ok := e.(*Error); ok {
-		ce.Text = awaitingText(rec, why)
+		ce.Text = ledger.AwaitingText(rec, why)
 	}
 	return e
 }
 
-// awaitingText is the ledger's one text for a call that waits for a
-// person (ledger.AwaitingText).
-var awaitingText = ledger.AwaitingText
-
 // unbound says why rec's approval does not cover this call ("" when it does).
-func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.Time) string {
+func (c *Caller[P, R]) unbound(op *operation[P], rec *ledger.Record, q Queued, now time.Time) string {
 	ap := rec.Approval
 	switch {
 	case ap == nil || (ap.Decision != ledger.DecisionApproved && ap.Decision != ledger.DecisionApprovedSession):
@@ -219,7 +215,7 @@ func (c *Client) unbound(op *operation, rec *ledger.Record, q Queued, now time.T
 // so a changed policy or the passing of time ends it, however it was
 // given; one without them (recorded before approvals were bound) stands
 // for nothing.
-func (c *Client) standing(op *operation, r *ledger.Record) bool {
+func (c *Caller[P, R]) standing(op *operation[P], r *ledger.Record) bool {
 	ap := r.Approval
 	switch {
 	case ap == nil || ap.Decision != ledger.DecisionApprovedSession:
@@ -266,7 +262,7 @@ func upstreamAwaits(err error) string {
 // person's approval: ErrAwaitingApproval at once (not a retry budget spent
 // polling), with this ledger's record RETRYABLE, since nothing ran, so the
 // same call later sends it again and the upstream runs it once approved.
-func (c *Client) awaitingUpstream(op *operation, rec *ledger.Record, upKey string) error {
+func (c *Caller[P, R]) awaitingUpstream(op *operation[P], rec *ledger.Record, upKey string) error {
 	e := c.fail(op, rec, fmt.Errorf("%w %w", ErrAwaitingApproval, &UpstreamApproval{Key: upKey}))
 	if ce, ok := e.(*Error); ok {
 		ce.Text = fmt.Sprintf("Not done yet: the call of %s (key %s) awaits a person's approval at the server it was sent to, "+

@@ -1,4 +1,4 @@
-package client
+package caller
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
@@ -32,7 +30,9 @@ func newTelemetry(store ledger.Store, o Options, log *slog.Logger) *telemetry.Te
 	return telemetry.New(ledger.SideClient, to)
 }
 
-func (c *Client) closeTelemetry() error {
+// Close writes the call events still queued. The store is the caller's
+// to close, after the Caller.
+func (c *Caller[P, R]) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := c.tel.Close(ctx); err != nil {
@@ -41,24 +41,9 @@ func (c *Client) closeTelemetry() error {
 	return nil
 }
 
-// Call is CallTool that also tells how the call was answered. Each call is
-// one span (its trace context travels to the server in _meta and its ids
-// are stored on the record) and one count in the metrics of package
-// telemetry.
-func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
-	name := ""
-	if p != nil {
-		name = p.Name
-	}
-	ctx, tc := c.tel.Start(ctx, name)
-	o, err := c.call(ctx, p)
-	tc.End(ctx, c.result(tc, o, err))
-	return o, err
-}
-
 // result tells telemetry how a call ended.
-func (c *Client) result(tc *telemetry.Call, o *Outcome, err error) telemetry.Result {
-	r := telemetry.Result{Outcome: outcomeOf(o, err)}
+func (c *Caller[P, R]) result(tc *telemetry.Call, o *Outcome[R], err error) telemetry.Result {
+	r := telemetry.Result{Outcome: c.outcomeOf(o, err)}
 	if ledger.ValidateTenant(c.opts.Tenant) == nil && r.Outcome != ledger.OutcomeInvalid {
 		r.Tenant = c.opts.Tenant
 	}
@@ -83,12 +68,13 @@ func (c *Client) result(tc *telemetry.Call, o *Outcome, err error) telemetry.Res
 }
 
 // outcomeOf names how a call ended.
-func outcomeOf(o *Outcome, err error) ledger.Outcome {
+func (c *Caller[P, R]) outcomeOf(o *Outcome[R], err error) ledger.Outcome {
 	if err == nil {
+		var zero R
 		switch {
 		case o.Replayed:
 			return ledger.OutcomeReplayed
-		case o.Result != nil && o.Result.IsError:
+		case o.Result != zero && c.codec.IsError(o.Result):
 			return ledger.OutcomeFailed
 		}
 		return ledger.OutcomeSucceeded
@@ -105,13 +91,4 @@ func outcomeOf(o *Outcome, err error) ledger.Outcome {
 		return ledger.RowOf(st).Outcome
 	}
 	return ledger.OutcomeError
-}
-
-// sessionOf is what telemetry reports of the session a request went
-// through: its id and the negotiated protocol version.
-func sessionOf(s *mcp.ClientSession) (id, protocolVersion string) {
-	if r := s.InitializeResult(); r != nil {
-		protocolVersion = r.ProtocolVersion
-	}
-	return s.ID(), protocolVersion
 }

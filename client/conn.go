@@ -1,0 +1,231 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/caller"
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
+)
+
+// conn is the Client as the caller's link to the server: a go-sdk session,
+// replaced through the connect function when it dies.
+type conn Client
+
+// Send makes one attempt on the current session, opening one first when
+// there is none.
+func (cn *conn) Send(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams]) (*mcp.CallToolResult, json.RawMessage, error) {
+	c := (*Client)(cn)
+	s := c.Session()
+	if s == nil {
+		var err error
+		if s, err = c.reconnect(ctx, nil); err != nil {
+			return nil, nil, err // never sent: a connect failure
+		}
+	}
+	a.Via = s
+	telemetry.CallFrom(ctx).SetSession(sessionOf(s))
+	p := params(a)
+	telemetry.Inject(ctx, p.Meta)
+	res, err := s.CallTool(ctx, p)
+	return res, nil, err
+}
+
+// params builds fresh params and a fresh _meta for one attempt: go-sdk
+// writes protocol fields into the map it is given. The arguments go out as
+// the JSON they were fingerprinted from, decoded only to add the key
+// argument when the tool declares one.
+func params(a *caller.Attempt[*mcp.CallToolParams]) *mcp.CallToolParams {
+	meta := make(mcp.Meta, len(a.Params.Meta)+1)
+	for k, v := range a.Params.Meta {
+		meta[k] = v
+	}
+	var args any = a.Args
+	if a.Keyed {
+		meta[wire.MetaKey] = a.Key
+		if a.Fence.Token > 0 {
+			meta[wire.MetaFence] = a.Fence.Token
+			meta[wire.MetaFenceScope] = a.Fence.Scope
+		}
+		if a.KeyArg {
+			args = caller.WithKeyArg(a.Args, a.Key)
+		}
+	}
+	return &mcp.CallToolParams{Meta: meta, Name: a.Tool, Arguments: args}
+}
+
+// Repair reconnects when err shows the attempt's session is gone.
+func (cn *conn) Repair(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams], err error) {
+	c := (*Client)(cn)
+	s, _ := a.Via.(*mcp.ClientSession)
+	if c.connect == nil || s == nil || !deadSession(err) {
+		return
+	}
+	if _, rerr := c.reconnect(ctx, s); rerr != nil {
+		c.c.Log().Warn("reconnect failed", "err", rerr)
+	}
+}
+
+// Server is what the current session's server said at initialize.
+func (cn *conn) Server() caller.Server {
+	s := (*Client)(cn).Session()
+	if s == nil {
+		return caller.Server{}
+	}
+	ir := s.InitializeResult()
+	if ir == nil {
+		return caller.Server{}
+	}
+	var out caller.Server
+	if ir.ServerInfo != nil {
+		out.Name = ir.ServerInfo.Name
+	}
+	if ir.Capabilities != nil {
+		out.Capability, out.KeyAware = ir.Capabilities.Experimental[wire.Capability]
+		out.TenantAware = wire.TenantAware(ir.Capabilities.Experimental)
+	}
+	return out
+}
+
+// toolsTTL bounds how stale the cached tool list may get when the server
+// sends no list-changed notifications.
+const toolsTTL = time.Minute
+
+// Tool returns the server's definition of name, or nil when the server
+// does not list it.
+func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
+	c := (*Client)(cn)
+	now := c.c.Options().Now()
+	c.mu.Lock()
+	tools, at, s := c.tools, c.toolsAt, c.session
+	c.mu.Unlock()
+	if tools != nil && now.Sub(at) < toolsTTL {
+		if t, ok := tools[name]; ok {
+			return t, nil
+		}
+	}
+	if s == nil {
+		return nil, fmt.Errorf("client: %w", mcp.ErrConnectionClosed)
+	}
+	fresh := map[string]*caller.Tool{}
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("client: list tools: %w", err)
+		}
+		fresh[t.Name] = toolOf(t)
+	}
+	c.mu.Lock()
+	if c.session == s {
+		c.tools, c.toolsAt = fresh, now
+	}
+	c.mu.Unlock()
+	return fresh[name], nil
+}
+
+// toolOf is what the caller needs of a go-sdk tool definition.
+func toolOf(t *mcp.Tool) *caller.Tool {
+	out := &caller.Tool{Name: t.Name, DeclaresKey: schemaDeclaresKey(t)}
+	if a := t.Annotations; a != nil {
+		ro, idem := a.ReadOnlyHint, a.IdempotentHint
+		out.Hints = &confirm.Hints{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
+	}
+	return out
+}
+
+func schemaDeclaresKey(t *mcp.Tool) bool {
+	if t == nil || t.InputSchema == nil {
+		return false
+	}
+	raw, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return false
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return false
+	}
+	_, ok := s.Properties[wire.ArgKey]
+	return ok
+}
+
+// deadSession reports whether err shows the session's connection is gone:
+// closed or at EOF, a write into a closed pipe (in-memory transports) or a
+// broken pipe (a stdio server that exited before the client read its EOF).
+func deadSession(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
+}
+
+// sessionOf is what telemetry reports of the session a request went
+// through: its id and the negotiated protocol version.
+func sessionOf(s *mcp.ClientSession) (id, protocolVersion string) {
+	if r := s.InitializeResult(); r != nil {
+		protocolVersion = r.ProtocolVersion
+	}
+	return s.ID(), protocolVersion
+}
+
+// wireKey is id's key as the session's server sees it.
+func wireKey(s *mcp.ClientSession, id ledger.ID) string {
+	if s != nil {
+		if ir := s.InitializeResult(); ir != nil && ir.Capabilities != nil && wire.TenantAware(ir.Capabilities.Experimental) {
+			return id.Key
+		}
+	}
+	return wire.TenantKey(id.Tenant, id.Key)
+}
+
+// codec is how the caller handles go-sdk's tool results.
+type codec struct{}
+
+func (codec) Encode(res *mcp.CallToolResult) (json.RawMessage, error) { return json.Marshal(res) }
+
+func (codec) Decode(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	res := new(mcp.CallToolResult)
+	// Straight to go-sdk's decoder: json.Unmarshal would first scan the
+	// stored bytes, which the store wrote from a valid result.
+	if err := res.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (codec) Copy(res *mcp.CallToolResult) (*mcp.CallToolResult, bool) { return copyResult(res) }
+
+// Mark adds the replay marker to a fresh _meta map of res.
+func (codec) Mark(res *mcp.CallToolResult, m wire.Replay) {
+	meta := make(mcp.Meta, len(res.Meta)+1)
+	for k, v := range res.Meta {
+		meta[k] = v
+	}
+	meta[wire.MetaReplay] = m
+	res.Meta = meta
+}
+
+func (codec) IsError(res *mcp.CallToolResult) bool        { return res.IsError }
+func (codec) Meta(res *mcp.CallToolResult) map[string]any { return res.Meta }
+
+// Text is the text content of res, joined.
+func (codec) Text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
