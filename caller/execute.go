@@ -46,24 +46,9 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 	if ask && verdict == confirm.Queue {
 		return c.enqueue(ctx, op, req)
 	}
-	var rec *ledger.Record
-	for range 3 {
-		cl, err := c.lc.Claim(ctx, req)
-		if errors.Is(err, ledger.ErrKeyReused) {
-			return nil, c.fail(op, cl.Record, err)
-		}
-		if err != nil {
-			return nil, claimFailed(op, err)
-		}
-		rec = cl.Record
-		if !cl.Won {
-			o, err, again := c.settle(ctx, op, rec)
-			if again {
-				continue
-			}
-			return o, err
-		}
+	return c.claim(ctx, op, req, func(rec *ledger.Record) (*Outcome[R], error) {
 		if rec.State == ledger.StatePendingApproval {
+			var err error
 			if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
 				if c.unasked(err) {
 					// No one could be asked: the REJECTED record is
@@ -74,8 +59,31 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 			}
 		}
 		return c.run(ctx, op, rec)
+	})
+}
+
+// claim claims req for op through the lifecycle (ledger.Lifecycle.Contend):
+// won is handed the record this call holds; a caller that finds another's
+// record settles on it (settle), and one that turns out reclaimable is
+// claimed again.
+func (c *Caller[P, R]) claim(ctx context.Context, op *operation[P], req ledger.ClaimRequest, won func(*ledger.Record) (*Outcome[R], error)) (*Outcome[R], error) {
+	var (
+		o   *Outcome[R]
+		err error
+	)
+	rec, cerr := c.lc.Contend(ctx, req, func(held *ledger.Record) {
+		o, err = won(held)
+	}, func(found *ledger.Record) (again bool) {
+		o, err, again = c.settle(ctx, op, found)
+		return again
+	})
+	switch {
+	case errors.Is(cerr, ledger.ErrKeyReused), errors.Is(cerr, ledger.ErrInProgress):
+		return nil, c.fail(op, rec, cerr)
+	case cerr != nil:
+		return nil, claimFailed(op, cerr)
 	}
-	return nil, c.fail(op, rec, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State))
+	return o, err
 }
 
 // approve settles a PENDING_APPROVAL record the caller holds: the policy's

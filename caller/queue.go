@@ -99,26 +99,10 @@ func (c *Caller[P, R]) enqueue(ctx context.Context, op *operation[P], req ledger
 	req.NeedsApproval = true
 	req.Owner = queueOwner(false, c.opts.Policy.Version(), c.requester())
 	req.Lease = c.opts.Policy.Expiry(tool)
-	var rec *ledger.Record
-	for range 3 {
-		cl, err := c.lc.Claim(ctx, req)
-		if errors.Is(err, ledger.ErrKeyReused) {
-			return nil, c.fail(op, cl.Record, err)
-		}
-		if err != nil {
-			return nil, claimFailed(op, err)
-		}
-		rec = cl.Record
-		if cl.Won {
-			c.log.Info("call queued for approval", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", rec.LeaseUntil)
-			return nil, c.awaiting(op, rec, "")
-		}
-		o, err, again := c.settle(ctx, op, rec)
-		if !again {
-			return o, err
-		}
-	}
-	return nil, c.fail(op, rec, fmt.Errorf("%w: the key went back to %s under this call several times", ledger.ErrInProgress, rec.State))
+	return c.claim(ctx, op, req, func(rec *ledger.Record) (*Outcome[R], error) {
+		c.log.Info("call queued for approval", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", rec.LeaseUntil)
+		return nil, c.awaiting(op, rec, "")
+	})
 }
 
 // unasked reports whether err is a confirmation that found no one to ask

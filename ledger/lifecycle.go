@@ -134,21 +134,47 @@ const maxReclaims = 3
 // to answer from and whether this call ran fn. A key reused with other
 // arguments returns the stored record and an error wrapping ErrKeyReused.
 func (lc *Lifecycle) Do(ctx context.Context, req ClaimRequest, fn Exec) (rec *Record, ran bool, err error) {
+	var ferr error
+	claimed, err := lc.Contend(ctx, req, func(held *Record) {
+		ran = true
+		rec, _, ferr = lc.Execute(ctx, held, fn)
+	}, func(found *Record) bool {
+		rec, ferr = lc.Follow(ctx, found)
+		return ferr == nil && Act(rec) == ActReclaim
+	})
+	if err != nil {
+		if errors.Is(err, ErrInProgress) && rec != nil {
+			return rec, false, err
+		}
+		return claimed, false, err
+	}
+	return rec, ran, ferr
+}
+
+// Contend claims req until this call holds the record or has met another
+// caller's: won is handed the record this call now holds; lost the record
+// another caller holds or finished, and reports whether that record turned
+// out reclaimable (nothing ran), to be claimed again. Contend returns the
+// last record the claim returned and the claim's error: ErrKeyReused with
+// the stored record, a store failure, or ErrInProgress once the key went
+// back to a reclaimable state too often while this call contended.
+func (lc *Lifecycle) Contend(ctx context.Context, req ClaimRequest, won func(*Record), lost func(*Record) (again bool)) (*Record, error) {
+	var rec *Record
 	for range maxReclaims {
 		cl, err := lc.Claim(ctx, req)
 		if err != nil {
-			return cl.Record, false, err
+			return cl.Record, err
 		}
+		rec = cl.Record
 		if cl.Won {
-			rec, _, err := lc.Execute(ctx, cl.Record, fn)
-			return rec, true, err
+			won(rec)
+			return rec, nil
 		}
-		rec, err = lc.Follow(ctx, cl.Record)
-		if err != nil || Act(rec) != ActReclaim {
-			return rec, false, err
+		if !lost(rec) {
+			return rec, nil
 		}
 	}
-	return rec, false, fmt.Errorf("%w: %s key %s went back to %s %d times while this call waited", ErrInProgress, req.Tool, ShortHash(req.Key), rec.State, maxReclaims)
+	return rec, fmt.Errorf("%w: %s key %s went back to %s %d times while this call waited", ErrInProgress, req.Tool, ShortHash(req.Key), rec.State, maxReclaims)
 }
 
 // Execute runs fn under rec's lease, renewed until fn returns, and records

@@ -177,10 +177,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 // pipelined round trip.
 func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []byte) (ledger.Claim, error) {
 	now := s.clock()
-	state := ledger.StateProcessing
-	if req.NeedsApproval {
-		state = ledger.StatePendingApproval
-	}
+	state := req.State()
 	leaseUntil := now.Add(orDefault(req.Lease, ledger.DefaultLease))
 	expires := now.Add(orDefault(req.Retention, ledger.DefaultRetention))
 	row := &claimRow{tenant: req.Tenant, layer: req.Layer, tool: req.Tool, key: req.Key, session: req.Session, fingerprint: req.Fingerprint,

@@ -28,22 +28,14 @@ type transitionShape struct {
 	// fenced checks the fence: always when leaving a leased state (with the
 	// owner), and for the late result of an owner from UNKNOWN.
 	fenced bool
-	// takeOver: t.NewOwner takes the lease, under the next fence.
-	takeOver bool
+	// bump raises the fence: a take-over (ledger.Rule.BumpFence).
+	bump bool
 }
 
 func shapeOf(t ledger.Transition, errorText, approval bool) transitionShape {
+	r := t.Rule()
 	return transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: errorText, approval: approval,
-		fenced:   t.From.Waiting() || (t.From == ledger.StateUnknown && t.Fence != 0),
-		takeOver: t.To.Waiting() && t.NewOwner != ""}
-}
-
-// newOwner is the owner a transition into a leased state leaves.
-func newOwner(t ledger.Transition) string {
-	if t.NewOwner != "" {
-		return t.NewOwner
-	}
-	return t.Owner
+		fenced: r.CheckFence, bump: r.BumpFence}
 }
 
 // ownerKnown: the owner after the transition is the transition's own, the
@@ -52,11 +44,8 @@ func (sh transitionShape) ownerKnown() bool {
 	return sh.from.Waiting() || sh.to.Waiting()
 }
 
-// bumpsFence: a re-send from UNKNOWN is a take-over, under a new fence, and
-// so is a new owner taking a lease.
-func (sh transitionShape) bumpsFence() bool {
-	return sh.takeOver || (sh.from == ledger.StateUnknown && sh.to == ledger.StateProcessing)
-}
+// bumpsFence: the transition is a take-over, under a new fence.
+func (sh transitionShape) bumpsFence() bool { return sh.bump }
 
 // transitionSQLs caches transitionSQL's statements by shape.
 var transitionSQLs sync.Map // transitionShape -> string
@@ -211,7 +200,7 @@ func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Ti
 	kind, msg *string, approval []byte) []any {
 	args := []any{t.Tenant, t.Layer, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
 	if sh.to.Waiting() {
-		args = append(args, newOwner(t))
+		args = append(args, t.Rule().Owner)
 	}
 	if sh.result {
 		args = append(args, []byte(t.Result), t.Compacted)
@@ -267,7 +256,7 @@ func scanTransitioned(row pgx.Row, sh transitionShape, t ledger.Transition, kind
 	if sh.ownerKnown() {
 		r.Owner = t.Owner
 		if sh.to.Waiting() {
-			r.Owner = newOwner(t)
+			r.Owner = t.Rule().Owner
 		}
 	} else {
 		dest = append(dest, &r.Owner)
@@ -369,19 +358,9 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	return out, nil
 }
 
-// expected reports whether cur still passes t's compare-and-set: the
-// state, and the owner and fence that t's edge checks.
-func expected(t ledger.Transition, cur *ledger.Record) bool {
-	switch {
-	case cur.Tombstone || cur.State != t.From:
-		return false
-	case t.From.Waiting():
-		return cur.Owner == t.Owner && cur.Fence == t.Fence
-	case t.From == ledger.StateUnknown && t.Fence != 0:
-		return cur.Fence == t.Fence
-	}
-	return true
-}
+// expected reports whether cur still passes t's compare-and-set
+// (ledger.Transition.Holds).
+func expected(t ledger.Transition, cur *ledger.Record) bool { return t.Holds(cur) }
 
 func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token []byte) (*ledger.Record, rowMeta, error) {
 	now := s.clock()
@@ -391,8 +370,7 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 		leaseUntil = &l
 	}
 	var kind, msg *string
-	if t.To == ledger.StateProcessing {
-		// A new execution starts without the last one's error.
+	if t.Rule().ClearError {
 		empty := ""
 		kind, msg = &empty, &empty
 	}

@@ -120,10 +120,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	if policy == "" {
 		policy = ledger.Reexecute
 	}
-	state := ledger.StateProcessing
-	if req.NeedsApproval {
-		state = ledger.StatePendingApproval
-	}
+	state := req.State()
 	// Most claims of an existing key are duplicates. A plain read settles
 	// them without the write lock: when the record exists and can be
 	// neither reclaimed nor replaced, the caller is a follower as of that
@@ -234,19 +231,8 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	if err != nil {
 		return nil, err
 	}
-	checkOwner, checkFence, addFence := 0, 0, 0
-	switch {
-	case t.From.Waiting():
-		checkOwner, checkFence = 1, 1
-	case t.From == ledger.StateUnknown && t.Fence != 0:
-		checkFence = 1
-	}
-	if t.From == ledger.StateUnknown && t.To == ledger.StateProcessing {
-		addFence = 1 // a re-send is a take-over
-	}
-	if t.NewOwner != "" && t.To.Waiting() {
-		addFence = 1 // so is a new owner taking the lease
-	}
+	rule := t.Rule()
+	checkOwner, checkFence, addFence := bit(rule.CheckOwner), bit(rule.CheckFence), bit(rule.BumpFence)
 	var rec *ledger.Record
 	lazy := ledger.Deferrable(max(s.opts.Durability, ledger.DurabilityOf(ctx)), t)
 	err = s.writeSingleAs(ctx, lazy, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
@@ -254,13 +240,9 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		var owner, kind, msg, result any
 		if t.To.Waiting() {
 			leaseUntil = nanos(now.Add(durationOr(t.Lease, ledger.DefaultLease)))
-			owner = t.Owner
-			if t.NewOwner != "" {
-				owner = t.NewOwner
-			}
+			owner = rule.Owner
 		}
-		if t.To == ledger.StateProcessing {
-			// A new execution starts without the last one's error.
+		if rule.ClearError {
 			kind, msg = "", ""
 		}
 		if t.ErrorKind != "" || t.ErrorMessage != "" {
@@ -391,4 +373,12 @@ func durationOr(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// bit is b as the 0 or 1 of a statement parameter.
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
