@@ -140,3 +140,39 @@ func Upstream(s State) (Trigger, State) {
 	}
 	return on, to
 }
+
+// The JSON-RPC request errors a server may answer a tools/call with
+// before its tool runs.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+)
+
+// Refusal is what a JSON-RPC error a server answered before its tool ran
+// means for the record, on the client and at a server guard alike: a
+// request error (-32700, -32600, -32601, -32602) is REJECTED, since the
+// same request would be refused again and the key may come back
+// corrected (-32602: ledger.KindRefused, the arguments; the others
+// "jsonrpc_<code>"); -31002, in progress or not run, is RETRYABLE. ok is
+// false for every other code, after which the tool may have run.
+func Refusal(code int64) (on Trigger, kind string, ok bool) {
+	switch code {
+	case CodeInvalidParams:
+		return OnRefused, KindRefused, true
+	case CodeParseError, CodeInvalidRequest, CodeMethodNotFound:
+		return OnRefused, fmt.Sprintf("jsonrpc_%d", code), true
+	case CodeInProgress:
+		return OnNotSent, "in_progress", true
+	}
+	return "", "", false
+}
+
+// RequestError reports whether code says the request itself was wrong
+// (Refusal's REJECTED codes): a relay passes it on as the protocol error
+// it is, since the server would answer the same again.
+func RequestError(code int64) bool {
+	on, _, ok := Refusal(code)
+	return ok && on == OnRefused
+}

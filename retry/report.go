@@ -44,7 +44,7 @@ func permanentKind(err error) string {
 	if errors.As(err, &je) {
 		return fmt.Sprintf("jsonrpc_%d", je.Code)
 	}
-	return "rejected"
+	return ledger.KindRefused
 }
 
 // After sorts the failure err of one attempt of a keyed call: sent

@@ -21,7 +21,7 @@ const (
 	KindPanic         = "panic"               // UNKNOWN: the handler panicked
 	KindCanceled      = "canceled"            // UNKNOWN: the handler ended with its context
 	KindHandlerError  = "handler_error"       // UNKNOWN: the handler returned a Go error
-	KindRejected      = "refused_before_run"  // RETRYABLE: the handler refused the request before acting (JSON-RPC -32700..-32600 but -32602, -31002); -32602 is ledger.KindRefused (REJECTED)
+	KindRejected      = "refused_before_run"  // no longer stored: a handler's JSON-RPC refusal is kept under ledger.Refusal's kind
 	KindInputRequired = "input_required"      // RETRYABLE: the handler asked for input before acting
 	KindUnstorable    = "unstorable"          // UNKNOWN: the result could not be encoded
 	KindReconciled    = ledger.KindReconciled // set by Reconcile
@@ -122,14 +122,13 @@ func (g *Guard) judge(ctx context.Context, c *call, res mcp.Result, p *panicked,
 			o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindCanceled, ErrorMessage: err.Error()}
 			return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
 				fmt.Sprintf("tool %q: the handler stopped with its context (%v); the outcome is unknown", c.id.Tool, err), 0)
-		case errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams:
-			// The handler refused the arguments before acting: nothing ran,
-			// and the same key may come back with corrected arguments.
-			return ledger.Report{On: ledger.OnRefused, ErrorKind: ledger.KindRefused, ErrorMessage: je.Message}, nil, err
-		case errors.As(err, &je) && (je.Code >= jsonrpc.CodeParseError && je.Code <= jsonrpc.CodeInvalidRequest || je.Code == wire.CodeInProgress):
-			// A protocol-level refusal: the handler rejected the request
-			// before acting. A retry with the same key asks it again.
-			return ledger.Report{On: ledger.OnNotSent, ErrorKind: KindRejected, ErrorMessage: je.Message}, nil, err
+		case errors.As(err, &je) && refusedBeforeRun(je.Code):
+			// The handler refused the request before acting, with the
+			// JSON-RPC error ledger.Refusal reads as a client would: a
+			// request error (-32602 arguments, -32600, ...) REJECTED, and
+			// the same key may come back corrected; -31002 RETRYABLE.
+			on, kind, _ := ledger.Refusal(je.Code)
+			return ledger.Report{On: on, ErrorKind: kind, ErrorMessage: je.Message}, nil, err
 		default:
 			o := ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindHandlerError, ErrorMessage: err.Error()}
 			return o, nil, wireError(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, c.id.Key, string(ledger.StateUnknown),
@@ -192,4 +191,11 @@ func argumentsRefused(err error) bool {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	return errors.As(err, &typeErr) || errors.As(err, &syntaxErr) || strings.HasPrefix(err.Error(), `validating "arguments": `)
+}
+
+// refusedBeforeRun reports whether code is a refusal before the tool ran
+// (ledger.Refusal).
+func refusedBeforeRun(code int64) bool {
+	_, _, ok := ledger.Refusal(code)
+	return ok
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -123,30 +125,48 @@ func TestCanceledRequestLeavesUnknown(t *testing.T) {
 	}
 }
 
+// A handler's JSON-RPC refusal before it acts is read as a client reads
+// it (ledger.Refusal): a request error is REJECTED, so the same key may
+// come back corrected; -31002 is RETRYABLE.
 func TestHandlerRejectionIsRejected(t *testing.T) {
-	r := newRig(t, nil, nil)
-	r.handle = func(context.Context, *mcp.CallToolRequest, orderIn) (*mcp.CallToolResult, orderOut, error) {
-		return nil, orderOut{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "qty exceeds stock"}
-	}
-	cs := r.connect()
-	ctx := context.Background()
-	for i := range 2 {
-		_, err := callKey(ctx, cs, "create_order", "rej-1", map[string]any{"item": "a", "qty": 1})
-		if code, _, _ := wireErr(err); code != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "qty exceeds stock") {
-			t.Fatalf("call %d: %v; want the handler's -32602", i+1, err)
-		}
-	}
-	// Nothing acted, so a retry asks the handler again rather than
-	// replaying or blocking.
-	if got := r.runs.Load(); got != 2 {
-		t.Errorf("handler ran %d times; want 2", got)
-	}
-	rec, err := r.store.Get(ctx, orderID("rej-1"))
-	if err != nil {
-		t.Fatalf("Get: %v", err)
-	}
-	if rec.State != ledger.StateRejected || rec.ErrorKind != ledger.KindRefused {
-		t.Errorf("record = %s (%s); want REJECTED (%s)", rec.State, rec.ErrorKind, ledger.KindRefused)
+	for _, tc := range []struct {
+		code  int64
+		state ledger.State
+		kind  string
+	}{
+		{jsonrpc.CodeInvalidParams, ledger.StateRejected, ledger.KindRefused},
+		{jsonrpc.CodeInvalidRequest, ledger.StateRejected, "jsonrpc_-32600"},
+		{jsonrpc.CodeMethodNotFound, ledger.StateRejected, "jsonrpc_-32601"},
+		{wire.CodeInProgress, ledger.StateRetryable, "in_progress"},
+	} {
+		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			r := newRig(t, nil, nil)
+			r.handle = func(context.Context, *mcp.CallToolRequest, orderIn) (*mcp.CallToolResult, orderOut, error) {
+				return nil, orderOut{}, &jsonrpc.Error{Code: tc.code, Message: "qty exceeds stock"}
+			}
+			cs := r.connect()
+			ctx := context.Background()
+			for i := range 2 {
+				_, err := callKey(ctx, cs, "create_order", "rej-1", map[string]any{"item": "a", "qty": 1})
+				// go-sdk words a -32601 its own way; every other refusal
+				// keeps the handler's message.
+				if code, _, _ := wireErr(err); code != tc.code || (tc.code != jsonrpc.CodeMethodNotFound && !strings.Contains(err.Error(), "qty exceeds stock")) {
+					t.Fatalf("call %d: %v; want the handler's %d", i+1, err, tc.code)
+				}
+			}
+			// Nothing acted, so a retry asks the handler again rather than
+			// replaying or blocking.
+			if got := r.runs.Load(); got != 2 {
+				t.Errorf("handler ran %d times; want 2", got)
+			}
+			rec, err := r.store.Get(ctx, orderID("rej-1"))
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if rec.State != tc.state || rec.ErrorKind != tc.kind {
+				t.Errorf("record = %s (%s); want %s (%s)", rec.State, rec.ErrorKind, tc.state, tc.kind)
+			}
+		})
 	}
 }
 

@@ -206,9 +206,7 @@ func (p *Proxy) callError(ctx context.Context, tool string, keyed bool, err erro
 
 // requestError reports whether code says the request itself was wrong:
 // the upstream would answer the same again, so it stays a protocol error.
-func requestError(code int64) bool {
-	return code == jsonrpc.CodeInvalidParams || code == jsonrpc.CodeMethodNotFound || code == jsonrpc.CodeInvalidRequest
-}
+func requestError(code int64) bool { return ledger.RequestError(code) }
 
 // storedRequestError rebuilds the protocol error a repeated call's record
 // holds: the first call got it from the upstream, the repeat gets the same.
