@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -108,6 +109,52 @@ func TestTruthLedgerLockedAfterPaymentIsUnknown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The proxy's ledger is a PostgreSQL server that stops (an immediate
+// shutdown, as a crash) after the upstream paid and before the proxy
+// records the result: the proxy cannot say what happened, so its host is
+// told UNKNOWN (-31003), never FAILED; the client records UNKNOWN and exits
+// 4. The payment is made once.
+func TestTruthProxyPostgresStopsAfterPaymentIsUnknown(t *testing.T) {
+	pg := pgtest.StartServer(t)
+	e := newE2E(t)
+	key := "pg-stop"
+	slow := []string{e.payments, "-db", e.payDB, "-fault", "handler-committed=sleep:2s"}
+	policy := filepath.Join(e.dir, "allow.json")
+	if err := os.WriteFile(policy, []byte(`{"version":1,"rules":[{"tool":"create_payment","action":"allow","note":"test"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(append([]string{}, e.env...), "MCPLEDGER_LEDGER="+pg.URL)
+	url := listeningProxy(t, env, append([]string{"--wait", "1s", "--policy", policy, "--"}, slow...)...)
+	done := make(chan outcome, 1)
+	go func() { done <- e.runQuiet(append([]string{"call", "--url", url, "--yes", "--key", key}, pay...)...) }()
+	waitFor(t, "the payment of "+key, func() bool { return e.paymentsFor(key) == 1 })
+	if err := pg.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	got.wantExit(t, exitUnknown, "unknown")
+	if n := e.paymentsFor(key); n != 1 {
+		t.Errorf("payments for %s = %d; want 1", key, n)
+	}
+	if r := e.record(key); r.State != ledger.StateUnknown {
+		t.Errorf("client record = %s (%s); want UNKNOWN", r.State, r.ErrorKind)
+	}
+	// Once PostgreSQL is back, the same call resolves without a person:
+	// the client re-sends its UNKNOWN call under the key to the key-aware
+	// proxy, which re-sends its own to the key-aware payments server, and
+	// that answers with its first payment. Nothing is paid twice.
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.runQuiet(append([]string{"call", "--url", url, "--yes", "--key", key}, pay...)...).wantExit(t, exitOK)
+	if n := e.paymentsFor(key); n != 1 {
+		t.Errorf("payments for %s after the restart = %d; want 1", key, n)
+	}
+	if r := e.record(key); r.State != ledger.StateSucceeded {
+		t.Errorf("client record after the restart = %s (%s); want SUCCEEDED", r.State, r.ErrorKind)
 	}
 }
 

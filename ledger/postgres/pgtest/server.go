@@ -105,6 +105,11 @@ func (s *Server) Restart() error {
 // Stop stops the server with a fast shutdown.
 func (s *Server) Stop() error { return s.ctl("stop", "-m", "fast") }
 
+// Crash stops the server with an immediate shutdown: every backend ends
+// at once and nothing is flushed, as when the machine loses power or the
+// server is killed.
+func (s *Server) Crash() error { return s.ctl("stop", "-m", "immediate") }
+
 // Start starts a stopped server.
 func (s *Server) Start() error { return s.ctl("start") }
 
