@@ -148,8 +148,6 @@ func (a *app) verify(ctx context.Context, f *verifyFlags) error {
 		return exitf(exitUsage, "--only: %v", err)
 	case err != nil && len(results) == 0:
 		return exitf(exitUnreachable, "%v", err)
-	case err != nil:
-		return err
 	}
 	var failed []string
 	ran := 0
@@ -162,7 +160,16 @@ func (a *app) verify(ctx context.Context, f *verifyFlags) error {
 		}
 	}
 	if len(failed) > 0 {
-		return exitf(exitFailed, "%d of %d guarantees that ran do not hold: %s", len(failed), ran, strings.Join(failed, ", "))
+		also := ""
+		if err != nil {
+			also = "; also: " + oneLine(err.Error())
+		}
+		return exitf(exitFailed, "%d of %d guarantees that ran do not hold: %s%s", len(failed), ran, strings.Join(failed, ", "), also)
+	}
+	if err != nil {
+		// Every guarantee held, but the scratch tenants could not be
+		// removed (or the run was interrupted).
+		return err
 	}
 	if !a.json {
 		fmt.Fprintf(a.io.Err, "%d guarantees hold, %d skipped\n", ran, len(results)-ran)
