@@ -181,6 +181,21 @@ type Page struct {
 type PurgeRequest struct {
 	ExpiredBy     time.Time
 	UpdatedBefore time.Time
+	// Tenant, when set, limits the purge to that tenant's records (agentctl
+	// verify checks retention in a scratch tenant without touching anyone
+	// else's); empty means every tenant.
+	Tenant string
+}
+
+// TenantEraser is the optional part of a Store that removes every record
+// and event of one tenant, in any state. It exists for scratch tenants
+// (agentctl verify makes one per run and removes it afterwards); it is not
+// retention, which Purge keeps. Callers find it with a type assertion on
+// Unwrap(store).
+type TenantEraser interface {
+	// EraseTenant deletes tenant's records and events and reports how many
+	// records it deleted. Other tenants' rows are never touched.
+	EraseTenant(ctx context.Context, tenant string) (int, error)
 }
 
 // Error kinds stored on records by the ledger and the lifecycle.

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Payload", testPayload},
 		{"Lifecycle", testLifecycle},
 		{"TakeOver", testTakeOver},
+		{"Scratch", testScratch},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })

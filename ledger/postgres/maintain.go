@@ -89,6 +89,7 @@ const purgeBatch = `WITH due AS (
 		WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 			AND (expires_at <= $1 OR ($2::timestamptz IS NOT NULL AND updated_at < $2))
 			AND op_token IS DISTINCT FROM $5
+			AND ($6 = '' OR tenant = $6)
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED),
 	gone AS (
@@ -120,7 +121,7 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 		var changed, due int
 		err := s.retry(ctx, func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {
-				return c.QueryRow(ctx, purgeBatch, p.ExpiredBy.UTC(), updatedBefore, s.batchSize, s.clock(), token).
+				return c.QueryRow(ctx, purgeBatch, p.ExpiredBy.UTC(), updatedBefore, s.batchSize, s.clock(), token, p.Tenant).
 					Scan(&changed, &due)
 			})
 		})
@@ -132,4 +133,38 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+var _ ledger.TenantEraser = (*Store)(nil)
+
+// EraseTenant implements ledger.TenantEraser: one transaction deletes the
+// tenant's records and events.
+func (s *Store) EraseTenant(ctx context.Context, tenant string) (int, error) {
+	if err := ledger.ValidateTenant(tenant); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			// After Commit a no-op; on an error path the error returned says why.
+			defer tx.Rollback(ctx)
+			tag, err := tx.Exec(ctx, `DELETE FROM records WHERE tenant = $1`, tenant)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM events WHERE tenant = $1`, tenant); err != nil {
+				return err
+			}
+			n = int(tag.RowsAffected())
+			return tx.Commit(ctx)
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: erase tenant: %w", err)
+	}
+	return n, nil
 }

@@ -90,7 +90,8 @@ const (
 	// Purge matches settled records past retention, or not updated since
 	// a cut-off when one is given.
 	purgeMatch = `state IN ` + settledList + `
-		AND (expires_at <= ? OR (? AND updated_at < ?))`
+		AND (expires_at <= ? OR (? AND updated_at < ?))
+		AND (? = '' OR tenant = ?)`
 
 	// A REJECTED record ran nothing, so even under the Verify policy there
 	// is nothing for a tombstone to guard: it is deleted.
@@ -341,7 +342,7 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 		n = 0
 		byUpdate := !p.UpdatedBefore.IsZero()
-		match := []any{nanos(p.ExpiredBy), byUpdate, nanos(p.UpdatedBefore)}
+		match := []any{nanos(p.ExpiredBy), byUpdate, nanos(p.UpdatedBefore), p.Tenant, p.Tenant}
 		if p.ExpiredBy.IsZero() {
 			// The zero time would match every record stored with 0.
 			match[0] = int64(-1) << 62
@@ -363,6 +364,33 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 			return nil, fmt.Errorf("sqlite: purge: %w", err)
 		}
 		n = int(deleted + tombstoned)
+		return nil, nil
+	})
+	return n, err
+}
+
+var _ ledger.TenantEraser = (*Store)(nil)
+
+// EraseTenant implements ledger.TenantEraser: one transaction deletes the
+// tenant's records and events.
+func (s *Store) EraseTenant(ctx context.Context, tenant string) (int, error) {
+	if err := ledger.ValidateTenant(tenant); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.write(ctx, func(ctx context.Context, tx execer, _ time.Time) ([]ledger.ID, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM records WHERE tenant = ?`, tenant)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: erase tenant: %w", err)
+		}
+		deleted, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: erase tenant: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE tenant = ?`, tenant); err != nil {
+			return nil, fmt.Errorf("sqlite: erase tenant events: %w", err)
+		}
+		n = int(deleted)
 		return nil, nil
 	})
 	return n, err
