@@ -44,6 +44,8 @@ type app struct {
 
 	store      ledger.Store
 	closeStore func() error
+	// sqlitePath is the SQLite ledger file opened, to explain its faults.
+	sqlitePath string
 
 	// envDefaults maps a flag default taken from the environment to the
 	// default shown in help instead (see hideEnvDefaults).

@@ -108,6 +108,7 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 	})
 	switch {
 	case err == nil:
+		a.sqlitePath = path
 		return st, nil
 	case errors.Is(err, sqlite.ErrNoLedger):
 		return nil, &exitError{reason: reasonLedgerInvalid, err: noLedger(fmt.Sprintf(
@@ -116,6 +117,11 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 		return nil, reasonf(reasonLedgerInvalid, "the ledger %s was written by an older agentctl and needs a migration, which this read-only command does not run; run any agentctl call on it once, then try again", path)
 	case errors.Is(err, sqlite.ErrBusy):
 		return nil, a.lockedError(err)
+	}
+	if mode != readOnly {
+		if fe := ledgerFault(path, err); fe != nil {
+			return nil, fe
+		}
 	}
 	return nil, reasonf(reasonLedgerInvalid, "cannot open the ledger %s: %v; pass --ledger with a SQLite ledger file (or move this file away)", path, err)
 }
