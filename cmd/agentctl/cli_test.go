@@ -418,3 +418,33 @@ func holdLock(t *testing.T, path string) int {
 	}
 	return cmd.Process.Pid
 }
+
+// --wait bounds the whole command's wait for a locked ledger, not each
+// statement's: the default (5s, as the README says) and a short one are
+// each waited once.
+func TestLockedLedgerWaitIsWhatItSays(t *testing.T) {
+	e := newE2E(t)
+	path := filepath.Join(e.dir, "ledger.db")
+	e.call(nil, append([]string{"--yes", "--key", "w-0"}, pay...)...).wantExit(t, exitOK)
+	holdLock(t, path)
+	for _, tc := range []struct {
+		args []string
+		wait time.Duration
+	}{
+		{nil, defaultLedgerWait},
+		{[]string{"--wait", "2s"}, 2 * time.Second},
+	} {
+		start := time.Now()
+		o := e.run(nil, append(append(tc.args, "call", "--server", e.server, "--yes", "--key", "w-1"), pay...)...)
+		took := time.Since(start)
+		o.wantExit(t, exitUnreachable, "locked")
+		// Starting the server and the process take a moment; a second
+		// wait of the lock would take twice as long.
+		if took < tc.wait || took > tc.wait*3/2+time.Second {
+			t.Errorf("agentctl %v call with the ledger locked took %v; want about %v", tc.args, took.Round(time.Millisecond), tc.wait)
+		}
+	}
+	if defaultLedgerWait != 5*time.Second {
+		t.Errorf("defaultLedgerWait = %v; the README and --help say 5s", defaultLedgerWait)
+	}
+}

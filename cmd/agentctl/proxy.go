@@ -129,6 +129,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		// One host over stdio: the shell's session, as for call.
 		f.session = a.defaultSession()
 	}
+	a.busy.lasting = true // it serves until stopped
 	st, err := a.ledger(ctx, readWrite)
 	if err != nil {
 		return err
