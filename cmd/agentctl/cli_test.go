@@ -386,7 +386,7 @@ func TestLockedLedger(t *testing.T) {
 	}
 	// Reads still work while another process writes.
 	e.run(nil, "ledger", "list").wantExit(t, exitOK)
-	purge := e.run(nil, "--json", "--wait", "1s", "ledger", "purge", "--older-than", "1s")
+	purge := e.run(nil, "--json", "--wait", "1s", "ledger", "purge", "--older-than", "1s", "--force")
 	purge.wantExit(t, exitUnreachable, "locked")
 	if errs := jsonLines[errorJSON](t, purge.stdout); len(errs) != 1 || errs[0].Error.Reason != reasonLedgerLocked {
 		t.Errorf("--json error of a locked ledger = %+v; want reason %s", errs, reasonLedgerLocked)

@@ -40,7 +40,7 @@ func TestCommandsOnNoLedgerCreateNone(t *testing.T) {
 		{"ledger", "list"},
 		{"ledger", "approve", "some-key", "--tool", "create_payment"},
 		{"ledger", "deny", "some-key", "--tool", "create_payment", "--reason", "no"},
-		{"ledger", "purge", "--older-than", "1h"},
+		{"ledger", "purge", "--older-than", "36h"},
 	} {
 		t.Run(args[0]+" "+args[1], func(t *testing.T) {
 			dir := t.TempDir()
