@@ -30,7 +30,7 @@ func ledgerFault(path string, err error) error {
 		return reasonf(reasonLedgerUnreachable, "the ledger %s cannot be written (%v); nothing was sent; make it and its -wal and -shm files writable, then run the same command again", path, oneLine(err.Error()))
 	}
 	if errors.Is(err, sqlite.ErrNotDatabase) {
-		return reasonf(reasonLedgerInvalid, "the ledger %s is damaged (%v); nothing was sent; restore it from a backup, or move it away so that a new ledger starts there", path, oneLine(err.Error()))
+		return reasonf(reasonLedgerInvalid, "the ledger %s is damaged (%v); nothing was sent; restore it from a backup, move it away so that a new ledger starts there, or pass --ledger with another file", path, oneLine(err.Error()))
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 	case errors.Is(err, sqlite.ErrBusy):
 		return nil, a.lockedError(err)
 	}
-	if mode != readOnly {
+	if mode != readOnly && !errors.Is(err, sqlite.ErrNotDatabase) {
 		if fe := ledgerFault(path, err); fe != nil {
 			return nil, fe
 		}
