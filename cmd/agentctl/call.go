@@ -16,6 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -375,6 +376,14 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 			reason = reasonInterrupted
 		default:
 			return err
+		}
+	}
+	ledgerErr := errors.Is(err, sqlite.ErrFull) || errors.Is(err, sqlite.ErrUnwritable) || errors.Is(err, sqlite.ErrNotDatabase)
+	if reason == reasonFailed || reason == reasonUnreachable && ledgerErr {
+		// Not UNKNOWN, so nothing may have been sent: a ledger that could
+		// not record the claim is the ledger's fault, not the server's.
+		if fe := ledgerFault(a.sqlitePath, err); fe != nil {
+			return fe
 		}
 	}
 	keyText := ""

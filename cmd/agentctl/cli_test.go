@@ -386,7 +386,7 @@ func TestLockedLedger(t *testing.T) {
 	}
 	// Reads still work while another process writes.
 	e.run(nil, "ledger", "list").wantExit(t, exitOK)
-	purge := e.run(nil, "--json", "--wait", "1s", "ledger", "purge", "--older-than", "1s")
+	purge := e.run(nil, "--json", "--wait", "1s", "ledger", "purge", "--older-than", "1s", "--force")
 	purge.wantExit(t, exitUnreachable, "locked")
 	if errs := jsonLines[errorJSON](t, purge.stdout); len(errs) != 1 || errs[0].Error.Reason != reasonLedgerLocked {
 		t.Errorf("--json error of a locked ledger = %+v; want reason %s", errs, reasonLedgerLocked)
@@ -417,4 +417,34 @@ func holdLock(t *testing.T, path string) int {
 		t.Fatalf("the lock holder said %q, %v; want locked", line, err)
 	}
 	return cmd.Process.Pid
+}
+
+// --wait bounds the whole command's wait for a locked ledger, not each
+// statement's: the default (5s, as the README says) and a short one are
+// each waited once.
+func TestLockedLedgerWaitIsWhatItSays(t *testing.T) {
+	e := newE2E(t)
+	path := filepath.Join(e.dir, "ledger.db")
+	e.call(nil, append([]string{"--yes", "--key", "w-0"}, pay...)...).wantExit(t, exitOK)
+	holdLock(t, path)
+	for _, tc := range []struct {
+		args []string
+		wait time.Duration
+	}{
+		{nil, defaultLedgerWait},
+		{[]string{"--wait", "2s"}, 2 * time.Second},
+	} {
+		start := time.Now()
+		o := e.run(nil, append(append(tc.args, "call", "--server", e.server, "--yes", "--key", "w-1"), pay...)...)
+		took := time.Since(start)
+		o.wantExit(t, exitUnreachable, "locked")
+		// Starting the server and the process take a moment; a second
+		// wait of the lock would take twice as long.
+		if took < tc.wait || took > tc.wait*3/2+time.Second {
+			t.Errorf("agentctl %v call with the ledger locked took %v; want about %v", tc.args, took.Round(time.Millisecond), tc.wait)
+		}
+	}
+	if defaultLedgerWait != 5*time.Second {
+		t.Errorf("defaultLedgerWait = %v; the README and --help say 5s", defaultLedgerWait)
+	}
 }

@@ -51,7 +51,7 @@ nothing runs.`
 			}
 			// A decision writes the record (findByKey below refuses a
 			// ledger without it).
-			st, err := a.ledger(c.Context(), readWrite)
+			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
 				return err
 			}

@@ -202,6 +202,12 @@ func TestLedgerPurge(t *testing.T) {
 
 	inProcess(t, env, nil, "ledger", "purge", "--older-than", "soon").wantExit(t, exitUsage, "--older-than", "36h")
 
+	// A young record answers retries: purging it takes --force.
+	inProcess(t, env, nil, "ledger", "purge", "--older-than", "1s").wantExit(t, exitUsage, "--older-than 1s", "retries", "--force")
+	if r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "fresh"}); r.State != ledger.StateSucceeded {
+		t.Errorf("fresh after a refused purge = %s; want SUCCEEDED", r.State)
+	}
+
 	o := inProcess(t, env, nil, "--json", "ledger", "purge", "--older-than", "1d")
 	o.wantExit(t, exitOK)
 	got := jsonLines[map[string]int](t, o.stdout)

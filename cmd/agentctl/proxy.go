@@ -129,6 +129,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		// One host over stdio: the shell's session, as for call.
 		f.session = a.defaultSession()
 	}
+	a.busy.lasting = true // it serves until stopped
 	st, err := a.ledger(ctx, readWrite)
 	if err != nil {
 		return err
@@ -156,8 +157,8 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 	if ln != nil {
 		return a.serveProxyHTTP(ctx, p, ln, f.session)
 	}
-	t := &mcp.IOTransport{Reader: io.NopCloser(a.io.In), Writer: nopWriteCloser{a.io.Out}}
-	err = p.Server().Run(ctx, t)
+	// The guarded transport answers a malformed line and keeps serving.
+	err = p.Server().Run(ctx, proxy.StdioTransport(a.io.In, a.io.Out))
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		// The host closed stdin or stopped agentctl: a normal end.
 		return nil
@@ -220,8 +221,7 @@ func listenLoopback(addr string) (net.Listener, error) {
 // serveProxyHTTP serves streamable HTTP until ctx ends. It prints the
 // address on stderr, so that --listen 127.0.0.1:0 is usable by scripts.
 func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listener, session string) error {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.Server() }, nil)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: p.HTTPHandler(nil), ReadHeaderTimeout: 10 * time.Second}
 	// A host's event stream stays open as long as its session: close the
 	// sessions, each once its calls in flight have returned, so Shutdown
 	// can finish.

@@ -44,6 +44,8 @@ type app struct {
 
 	store      ledger.Store
 	closeStore func() error
+	// sqlitePath is the SQLite ledger file opened, to explain its faults.
+	sqlitePath string
 
 	// envDefaults maps a flag default taken from the environment to the
 	// default shown in help instead (see hideEnvDefaults).
@@ -60,6 +62,7 @@ type app struct {
 // run executes one agentctl command line and returns the exit code.
 func run(ctx context.Context, args []string, s stdio, getenv func(string) string) int {
 	a := &app{io: s, getenv: getenv, envDefaults: map[string]string{}}
+	a.busy.slot = make(chan struct{}, 1)
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(s.In)
@@ -108,7 +111,7 @@ approval, 130 interrupted (nothing final recorded).`,
 	pf.StringVar(&a.tenant, "tenant", a.env("MCPLEDGER_TENANT", "default"),
 		"the `TENANT` whose records are read and written (env MCPLEDGER_TENANT)")
 	pf.BoolVar(&a.json, "json", false, "print one JSON object per result")
-	pf.DurationVar(&a.wait, "wait", defaultLedgerWait, "how long to wait, as a `DURATION`, for a SQLite ledger that another process holds locked")
+	pf.DurationVar(&a.wait, "wait", defaultLedgerWait, "how long a command waits in all, as a `DURATION`, for a SQLite ledger that another process holds locked")
 	pf.BoolVar(&a.wide, "wide", false, "print table cells whole, even when the rows are wider than the terminal")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := ledger.ValidateTenant(a.tenant); err != nil {

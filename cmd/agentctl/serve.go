@@ -31,6 +31,7 @@ A host configures it like any stdio server, for example:
 			if session == "" {
 				session = a.defaultSession()
 			}
+			a.busy.lasting = true // it serves until stopped
 			st, err := a.ledger(c.Context(), readWrite)
 			if err != nil {
 				return err

@@ -28,8 +28,9 @@ const (
 	// almost always a mistyped --ledger, and an empty new file would hide
 	// it; a file others may only read can still be inspected.
 	readOnly
-	// existing commands (reconcile, purge) write, but only to a ledger
-	// that exists: like readOnly, they never create one.
+	// existing commands (reconcile, purge, approve, deny, rekey, ui)
+	// write, but only to a ledger that exists: like readOnly, they never
+	// create one.
 	existing
 )
 
@@ -91,8 +92,16 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 	case errors.Is(err, fs.ErrNotExist) && mode != readWrite:
 		return nil, &exitError{reason: reasonLedgerInvalid, err: noLedger(fmt.Sprintf(
 			"no ledger at %s: nothing has been recorded there yet, or --ledger names the wrong file", path))}
+	case errors.Is(err, fs.ErrNotExist) && a.ledgerURL != "":
+		// A path the user named: its folder must exist. Creating it would
+		// turn a mistyped --ledger into a new ledger nobody looks at.
+		dir := filepath.Dir(path)
+		if fi, derr := os.Stat(dir); derr != nil || !fi.IsDir() {
+			return nil, reasonf(reasonLedgerInvalid, "the folder %s of the ledger %s does not exist; create it (mkdir -p %s) or pass --ledger with a path in an existing folder", dir, path, dir)
+		}
 	case errors.Is(err, fs.ErrNotExist):
-		// The ledger holds call arguments: keep its folder private.
+		// The default location is created, and kept private: the ledger
+		// holds call arguments.
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, reasonf(reasonLedgerInvalid, "cannot create the ledger folder %s: %v; pass --ledger with a writable path", filepath.Dir(path), err)
 		}
@@ -108,6 +117,7 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 	})
 	switch {
 	case err == nil:
+		a.sqlitePath = path
 		return st, nil
 	case errors.Is(err, sqlite.ErrNoLedger):
 		return nil, &exitError{reason: reasonLedgerInvalid, err: noLedger(fmt.Sprintf(
@@ -116,6 +126,11 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 		return nil, reasonf(reasonLedgerInvalid, "the ledger %s was written by an older agentctl and needs a migration, which this read-only command does not run; run any agentctl call on it once, then try again", path)
 	case errors.Is(err, sqlite.ErrBusy):
 		return nil, a.lockedError(err)
+	}
+	if mode != readOnly && !errors.Is(err, sqlite.ErrNotDatabase) {
+		if fe := ledgerFault(path, err); fe != nil {
+			return nil, fe
+		}
 	}
 	return nil, reasonf(reasonLedgerInvalid, "cannot open the ledger %s: %v; pass --ledger with a SQLite ledger file (or move this file away)", path, err)
 }

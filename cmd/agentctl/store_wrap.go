@@ -50,6 +50,9 @@ func (s *cliStore) noteBusy(start time.Time, err error) {
 	b := &s.a.busy
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gaveUp == nil {
+		b.gaveUp = err
+	}
 	if b.first.IsZero() || start.Before(b.first) {
 		b.first = start
 	}
@@ -60,8 +63,29 @@ func (s *cliStore) noteBusy(start time.Time, err error) {
 
 // busySpan is when the ledger writes that found the ledger locked waited.
 type busySpan struct {
-	mu          sync.Mutex // guards first and last; the client writes from its own goroutines
+	mu          sync.Mutex // guards first, last and gaveUp; the client writes from its own goroutines
 	first, last time.Time
+	// gaveUp is the error of the first write that waited out --wait. The
+	// writes after it fail with it at once: --wait bounds the command's
+	// wait in all, not each statement's (a claim, then the call events
+	// written at the end, would each wait it again).
+	gaveUp error
+	// lasting is set by commands that serve until stopped (proxy, serve,
+	// ui): a lock that outlasted one request's wait must not fail every
+	// later one.
+	lasting bool
+	// slot holds the one write of a command that runs (see write).
+	slot chan struct{}
+}
+
+// given is the error of a write that already waited out --wait, or nil.
+func (b *busySpan) given() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lasting {
+		return nil
+	}
+	return b.gaveUp
 }
 
 func (b *busySpan) waited() time.Duration {
@@ -70,45 +94,73 @@ func (b *busySpan) waited() time.Duration {
 	return b.last.Sub(b.first)
 }
 
-func (s *cliStore) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
+// write runs one ledger write within the command's --wait: once a write
+// waited that out, no other starts. The writes of a command run one at a
+// time for that (the ledger has one writer connection anyway): a write
+// queued in the store behind the one that gave up would be taken by its
+// writer at once and wait the whole --wait again.
+func (s *cliStore) write(ctx context.Context, fn func(context.Context) error) error {
+	b := &s.a.busy
+	if !b.lasting && b.slot != nil {
+		select {
+		case b.slot <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-b.slot }()
+	}
+	if err := b.given(); err != nil {
+		return err
+	}
 	start := time.Now()
-	c, err := s.Store.Claim(ctx, req)
-	s.noteBusy(start, err)
-	return c, err
-}
-
-func (s *cliStore) Transition(ctx context.Context, t ledger.Transition) (*ledger.Record, error) {
-	start := time.Now()
-	r, err := s.Store.Transition(ctx, t)
-	s.noteBusy(start, err)
-	return r, err
-}
-
-func (s *cliStore) ExpireLeases(ctx context.Context) (int, error) {
-	start := time.Now()
-	n, err := s.Store.ExpireLeases(ctx)
-	s.noteBusy(start, err)
-	return n, err
-}
-
-func (s *cliStore) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
-	start := time.Now()
-	n, err := s.Store.Purge(ctx, p)
-	s.noteBusy(start, err)
-	return n, err
-}
-
-func (s *eventStore) AppendEvents(ctx context.Context, events []ledger.Event) error {
-	start := time.Now()
-	err := s.EventLog.AppendEvents(ctx, events)
+	err := fn(ctx)
 	s.noteBusy(start, err)
 	return err
 }
 
-func (s *eventStore) PurgeEvents(ctx context.Context, before time.Time) (int, error) {
-	start := time.Now()
-	n, err := s.EventLog.PurgeEvents(ctx, before)
-	s.noteBusy(start, err)
+func (s *cliStore) Claim(ctx context.Context, req ledger.ClaimRequest) (c ledger.Claim, err error) {
+	err = s.write(ctx, func(ctx context.Context) error {
+		c, err = s.Store.Claim(ctx, req)
+		return err
+	})
+	return c, err
+}
+
+func (s *cliStore) Transition(ctx context.Context, t ledger.Transition) (r *ledger.Record, err error) {
+	err = s.write(ctx, func(ctx context.Context) error {
+		r, err = s.Store.Transition(ctx, t)
+		return err
+	})
+	return r, err
+}
+
+func (s *cliStore) ExpireLeases(ctx context.Context) (n int, err error) {
+	err = s.write(ctx, func(ctx context.Context) error {
+		n, err = s.Store.ExpireLeases(ctx)
+		return err
+	})
+	return n, err
+}
+
+func (s *cliStore) Purge(ctx context.Context, p ledger.PurgeRequest) (n int, err error) {
+	err = s.write(ctx, func(ctx context.Context) error {
+		n, err = s.Store.Purge(ctx, p)
+		return err
+	})
+	return n, err
+}
+
+func (s *eventStore) AppendEvents(ctx context.Context, events []ledger.Event) error {
+	return s.write(ctx, func(ctx context.Context) error {
+		return s.EventLog.AppendEvents(ctx, events)
+	})
+}
+
+func (s *eventStore) PurgeEvents(ctx context.Context, before time.Time) (n int, err error) {
+	err = s.write(ctx, func(ctx context.Context) error {
+		n, err = s.EventLog.PurgeEvents(ctx, before)
+		return err
+	})
 	return n, err
 }
 

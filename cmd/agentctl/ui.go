@@ -42,8 +42,11 @@ and reconciliations are recorded under your name (USER), as the CLI does.`,
 			if err != nil {
 				return err
 			}
-			// The console writes approvals and reconciliations.
-			st, err := a.ledger(c.Context(), readWrite)
+			// The console writes approvals and reconciliations, to a
+			// ledger that exists: a mistyped --ledger must not show an
+			// empty console over a new, empty ledger.
+			a.busy.lasting = true // it serves until stopped
+			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
 				return err
 			}

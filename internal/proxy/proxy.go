@@ -66,7 +66,15 @@ type Options struct {
 	// upstream see it (default "mcpledger-proxy").
 	Name, Version string
 	Logger        *slog.Logger
+	// SweepEvery is how often the proxy purges the records whose
+	// retention has ended, as the server guard's Run does, so that a
+	// long-running proxy's ledger does not grow until someone runs
+	// agentctl ledger purge (DefaultSweepEvery when zero; negative: never).
+	SweepEvery time.Duration
 }
+
+// DefaultSweepEvery is the period of the proxy's purge of expired records.
+const DefaultSweepEvery = time.Minute
 
 // Proxy is an MCP server that relays to an upstream MCP server through the
 // ledger. It is safe for concurrent use by many host sessions.
@@ -87,6 +95,7 @@ type Proxy struct {
 	refresh chan *link
 	stop    context.CancelFunc
 	done    chan struct{}
+	swept   chan struct{} // closed when the sweeper has returned
 
 	// mu guards links, first and closed.
 	mu     sync.Mutex
@@ -106,7 +115,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	if opts == nil || opts.Transport == nil || opts.Store == nil {
 		return nil, errors.New("proxy: Options.Transport and Options.Store are required")
 	}
-	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{})}
+	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{}), swept: make(chan struct{})}
 	if p.opts.Tenant == "" {
 		p.opts.Tenant = "default"
 	}
@@ -166,7 +175,43 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = stop
 	go p.refresher(rctx)
+	go p.sweeper(rctx)
 	return p, nil
+}
+
+// sweeper runs Sweep every Options.SweepEvery until ctx ends. Each pass
+// deletes what expired since the last one: the work per pass follows the
+// call rate, not the ledger's size.
+func (p *Proxy) sweeper(ctx context.Context) {
+	defer close(p.swept)
+	every := p.opts.SweepEvery
+	if every == 0 {
+		every = DefaultSweepEvery
+	}
+	if every < 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.Sweep(ctx)
+	}
+}
+
+// Sweep purges the settled records whose retention has ended (every
+// layer's: purging is ledger-wide maintenance, as for the server guard)
+// and returns how many. Errors are logged: the next pass tries again.
+func (p *Proxy) Sweep(ctx context.Context) int {
+	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: time.Now()})
+	if err != nil && ctx.Err() == nil {
+		p.log.Warn("purging expired records", "err", err)
+	}
+	return n
 }
 
 // Server is the host-facing MCP server: run it over stdio, or serve it with
@@ -195,6 +240,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.stop()
 	<-p.done
+	<-p.swept
 	var errs []error
 	for _, l := range links {
 		if err := l.close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {

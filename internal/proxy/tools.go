@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,14 +123,19 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if c == nil {
 		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
+	key, keyed, err := hostKey(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArguments(req.Params); err != nil {
+		return nil, err
+	}
 	defer l.begin(ctx, req.Params)()
 	params := &mcp.CallToolParams{Name: req.Params.Name, Meta: maps.Clone(req.Params.Meta)}
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
 	}
 	// A host that sends its own key gets exactly that operation.
-	key, keyed := req.Params.Meta[client.MetaKey].(string)
-	keyed = keyed && key != ""
 	if keyed {
 		ctx = client.WithKey(ctx, key)
 	}
@@ -145,6 +151,46 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return p.callError(ctx, req.Params.Name, keyed, err)
 	}
 	return out.Result, nil
+}
+
+// hostKey is the key the host sent in _meta, if any. A key that is not a
+// string (a number, null, an object) is a malformed request: -32602 naming
+// the field, never dropped for a derived key, which would run the call
+// under an identity the host did not ask for. A string that breaks the key
+// rules, the empty string among them, is an invalid key (-31004
+// key_invalid), as a key-aware server answers it.
+func hostKey(p *mcp.CallToolParamsRaw) (key string, keyed bool, err error) {
+	v, ok := p.Meta[client.MetaKey]
+	if !ok {
+		return "", false, nil
+	}
+	key, isString := v.(string)
+	if !isString {
+		b, _ := json.Marshal(v) // a value decoded from JSON encodes again
+		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: _meta[%q] is %s, not a string; send the key as a string of 1-255 [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(string(b), 40))}
+	}
+	if err := ledger.ValidateKey(key); err != nil {
+		return "", false, retry.ServerError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: _meta[%q] %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(key, 40), err), 0)
+	}
+	return key, true, nil
+}
+
+// checkArguments refuses arguments that are not a JSON object: a malformed
+// request (-32602), answered before anything is claimed or sent.
+func checkArguments(p *mcp.CallToolParamsRaw) error {
+	a := bytes.TrimSpace(p.Arguments)
+	if len(a) == 0 || a[0] == '{' || string(a) == "null" {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: the arguments of %s are %s, not a JSON object; send them as an object of named values", p.Name, shorten(string(a), 40))}
+}
+
+// shorten cuts s to n bytes for a message.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // callError turns a call the ledger did not complete into what the host

@@ -28,6 +28,7 @@ const (
 	kindBusy                // SQLITE_BUSY or SQLITE_LOCKED
 	kindNotDatabase         // SQLITE_NOTADB or SQLITE_CORRUPT
 	kindReadOnly            // SQLITE_READONLY
+	kindFull                // SQLITE_FULL, or an I/O error of ENOSPC
 )
 
 // execer is what the write helpers need from the write connection.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -53,6 +54,9 @@ func errorKind(err error) errKind {
 	var se sqlite3.Error
 	if !errors.As(err, &se) {
 		return kindOther
+	}
+	if se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC {
+		return kindFull
 	}
 	switch se.Code {
 	case sqlite3.ErrBusy, sqlite3.ErrLocked:

@@ -106,6 +106,7 @@ func prepareFile(path string) error {
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteMagic) {
 		return fmt.Errorf("sqlite: %s is not a SQLite database (it does not start with the SQLite header); refusing to use or overwrite it: %w", path, ErrNotDatabase)
 	}
+	widenCompanions(path, fi.Mode().Perm())
 	return nil
 }
 

@@ -265,6 +265,9 @@ func (s *Store) classify(err error) error {
 		if s.opts.ReadOnly {
 			return fmt.Errorf("sqlite: %s: %w", s.path, ErrReadOnly)
 		}
+		return &FaultError{Path: s.path, Kind: ErrUnwritable, err: err}
+	case kindFull:
+		return &FaultError{Path: s.path, Kind: ErrFull, err: err}
 	case kindNotDatabase:
 		return fmt.Errorf("sqlite: %s is unreadable (%v): %w", s.path, err, ErrNotDatabase)
 	}
