@@ -136,7 +136,7 @@ func (c *Caller[P, R]) fastReplay(ctx context.Context, op *operation[P]) (*Outco
 // concurrent callers of the same key wait for and share that one execution.
 func (c *Caller[P, R]) shared(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
 	fk := op.id.Tenant + "\x00" + op.id.Layer + "\x00" + op.id.Tool + "\x00" + op.id.Key
-	o, err, gaveUp := c.flights.do(ctx, fk, c.clone, func() (*Outcome[R], error) {
+	o, err, gaveUp := c.flights.do(ctx, fk, c.share, func() (*Outcome[R], error) {
 		return c.execute(ctx, op)
 	})
 	if gaveUp {
@@ -146,7 +146,23 @@ func (c *Caller[P, R]) shared(ctx context.Context, op *operation[P]) (*Outcome[R
 	return o, err
 }
 
-// clone copies o for a caller that shares it, down to the result.
+// share copies o for a caller that shares it. A waiter did not run the
+// call: it is answered as any repeat of a finished call is, a replay with
+// the marker and no attempts of its own.
+func (c *Caller[P, R]) share(o *Outcome[R], waiter bool) (*Outcome[R], error) {
+	cp, err := c.clone(o)
+	if err != nil || !waiter {
+		return cp, err
+	}
+	var zero R
+	if cp.Result != zero && cp.Record != nil && cp.Record.State.Final() && !cp.Replayed {
+		c.codec.Mark(cp.Result, Marker(cp.Record))
+		cp.Replayed, cp.Attempts = true, 0
+	}
+	return cp, nil
+}
+
+// clone copies o, down to the result.
 func (c *Caller[P, R]) clone(o *Outcome[R]) (*Outcome[R], error) {
 	cp := *o
 	var zero R

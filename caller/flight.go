@@ -34,9 +34,10 @@ var errFlightPanicked = errors.New("caller: the shared execution of this key pan
 
 // do runs fn once for key, or waits for the run already under way. Every
 // caller gets its own *Outcome to mutate: when a run had waiters, each of
-// them and the caller that ran it get copies. gaveUp reports a waiter whose
+// them and the caller that ran it get copies, made by share (waiter: the
+// copy is for a caller that did not run fn). gaveUp reports a waiter whose
 // ctx ended first; err is then ctx's error.
-func (g *flightGroup[R]) do(ctx context.Context, key string, clone func(*Outcome[R]) (*Outcome[R], error), fn func() (*Outcome[R], error)) (o *Outcome[R], err error, gaveUp bool) {
+func (g *flightGroup[R]) do(ctx context.Context, key string, share func(o *Outcome[R], waiter bool) (*Outcome[R], error), fn func() (*Outcome[R], error)) (o *Outcome[R], err error, gaveUp bool) {
 	g.mu.Lock()
 	if f, ok := g.m[key]; ok {
 		f.waiters++
@@ -48,7 +49,7 @@ func (g *flightGroup[R]) do(ctx context.Context, key string, clone func(*Outcome
 			if f.err != nil {
 				return nil, f.err, false
 			}
-			o, err := clone(f.out)
+			o, err := share(f.out, true)
 			return o, err, false
 		}
 	}
@@ -76,6 +77,6 @@ func (g *flightGroup[R]) do(ctx context.Context, key string, clone func(*Outcome
 	}
 	// Waiters copy f.out concurrently; it stays unmodified, and this
 	// caller gets a copy like them.
-	o, err = clone(f.out)
+	o, err = share(f.out, false)
 	return o, err, false
 }

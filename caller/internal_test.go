@@ -115,7 +115,7 @@ func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
 	}
 }
 
-func cloneOutcome(o *Outcome[*int]) (*Outcome[*int], error) {
+func cloneOutcome(o *Outcome[*int], _ bool) (*Outcome[*int], error) {
 	cp := *o
 	return &cp, nil
 }

@@ -91,7 +91,7 @@ func TestConcurrentIdenticalCallsShareOneExecution(t *testing.T) {
 	ctx := client.WithChain(context.Background(), "chain-50")
 	const n = 50
 	var wg sync.WaitGroup
-	var failures atomic.Int32
+	var failures, fresh atomic.Int32
 	results := make([]string, n)
 	for i := range n {
 		wg.Add(1)
@@ -102,6 +102,15 @@ func TestConcurrentIdenticalCallsShareOneExecution(t *testing.T) {
 				failures.Add(1)
 				t.Errorf("Call %d = %v", i, err)
 				return
+			}
+			// Every caller but the one that ran it gets a replay, marked,
+			// whether it shared the execution in flight or read the record.
+			_, marked := o.Result.Meta[client.MetaReplay]
+			switch {
+			case !o.Replayed && !marked:
+				fresh.Add(1)
+			case o.Replayed != marked:
+				t.Errorf("Call %d: Replayed = %v, marker on the result = %v", i, o.Replayed, marked)
 			}
 			r := *o.Result
 			r.Meta = nil // a replay marker is allowed to differ
@@ -120,10 +129,58 @@ func TestConcurrentIdenticalCallsShareOneExecution(t *testing.T) {
 	if got := f.srv.TotalExecutions(); got != 1 {
 		t.Fatalf("TotalExecutions = %d; want 1", got)
 	}
+	if got := fresh.Load(); got != 1 {
+		t.Errorf("%d callers got an unmarked, fresh result; want 1 (the one that ran it)", got)
+	}
 	for i := 1; i < n; i++ {
 		if results[i] != results[0] {
 			t.Fatalf("result %d = %s; want %s", i, results[i], results[0])
 		}
+	}
+}
+
+// Callers that join an execution in flight in this process did not run
+// the call: each is answered as a replay, with the marker on its result,
+// as a caller that read the finished record is.
+func TestWaitersOfASharedExecutionGetAReplay(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.srv.Script(mcptest.Fault{Kind: mcptest.KindStallAfterExecute, StallMs: 1000})
+	ctx := client.WithKey(context.Background(), "shared-1")
+	first := make(chan *client.Outcome, 1)
+	go func() {
+		o, err := f.c.Call(ctx, write("shared", 5))
+		if err != nil {
+			t.Errorf("the first Call = %v", err)
+		}
+		first <- o
+	}()
+	<-f.srv.Stalled() // the first call ran and holds the flight
+	const n = 20
+	var wg sync.WaitGroup
+	var unmarked atomic.Int32
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := f.c.Call(ctx, write("shared", 5))
+			if err != nil {
+				t.Errorf("Call = %v", err)
+				return
+			}
+			if _, marked := o.Result.Meta[client.MetaReplay]; !marked || !o.Replayed || o.Attempts != 0 {
+				unmarked.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if o := <-first; o == nil || o.Replayed {
+		t.Fatalf("the first Call = %+v; want the execution itself", o)
+	}
+	if got := unmarked.Load(); got != 0 {
+		t.Errorf("%d of %d repeats got no replay marker", got, n)
+	}
+	if got := f.srv.Executions("shared-1"); got != 1 {
+		t.Errorf("Executions = %d; want 1", got)
 	}
 }
 
