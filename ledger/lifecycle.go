@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -248,6 +249,12 @@ func (lc *Lifecycle) Settle(ctx context.Context, l Lease, from State, rep Report
 	}
 	rec, err := lc.Store.Transition(wctx, t)
 	if !errors.Is(err, ErrLeaseLost) {
+		if err != nil {
+			// The store failed: no one renews the lease now, and a caller
+			// in this process that meets the record knows at once that
+			// its owner is done with it.
+			abandoned.add(l)
+		}
 		return rec, err
 	}
 	if late, ok := table[edge{StateUnknown, rep.On}]; ok && late.Final() {
@@ -328,6 +335,9 @@ func (lc *Lifecycle) ended(rec *Record) (Trigger, string, bool) {
 	if OwnerGone(rec.Owner) {
 		return OnOwnerDead, fmt.Sprintf("the owner process %s is gone", rec.Owner), true
 	}
+	if abandoned.has(LeaseOf(rec)) {
+		return OnOwnerDead, fmt.Sprintf("its owner %s, this process, could not record the outcome and no longer runs it", rec.Owner), true
+	}
 	if !rec.LeaseUntil.IsZero() && lc.now().After(rec.LeaseUntil.Add(leaseSlack)) {
 		return OnLeaseExpired, fmt.Sprintf("the lease of %s ended before it recorded an outcome", rec.Owner), true
 	}
@@ -397,4 +407,35 @@ func local(owner string) bool {
 	}
 	me := self()
 	return me.Boot != "" && o.Boot == me.Boot && o.Host == me.Host && o.Start != 0
+}
+
+// abandoned holds the leases this process took and could not settle (the
+// store failed at the write), so that a follower in this process ends such
+// a lease at once instead of waiting out a lease no one renews. A follower
+// in another process waits for the lease, as for any owner it cannot see.
+var abandoned leaseSet
+
+// maxAbandoned bounds the set; past it the set starts over, and a
+// forgotten lease is waited out.
+const maxAbandoned = 1 << 12
+
+type leaseSet struct {
+	mu sync.Mutex // guards m
+	m  map[Lease]struct{}
+}
+
+func (s *leaseSet) add(l Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxAbandoned {
+		s.m = make(map[Lease]struct{})
+	}
+	s.m[l] = struct{}{}
+}
+
+func (s *leaseSet) has(l Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[l]
+	return ok
 }
