@@ -2,16 +2,14 @@ package caller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -228,12 +226,8 @@ func (u *UpstreamApproval) Error() string {
 // person's approval (data.state PENDING_APPROVAL, as agentctl proxy
 // answers a keyed host for a queued call); "" otherwise.
 func upstreamAwaits(err error) string {
-	var je *jsonrpc.Error
-	if !errors.As(err, &je) || je.Code != wire.CodeInProgress || len(je.Data) == 0 {
-		return ""
-	}
-	var d wire.ErrorData
-	if json.Unmarshal(je.Data, &d) != nil || d.State != string(ledger.StatePendingApproval) {
+	code, d, ok := retry.Answered(err)
+	if !ok || code != wire.CodeInProgress || d.State != string(ledger.StatePendingApproval) {
 		return ""
 	}
 	if d.Key == "" {

@@ -52,6 +52,23 @@ func Reason(err error) string {
 	return ""
 }
 
+// Answered returns the code and data of the first JSON-RPC error in err's
+// chain: what the server answered, in SDK-neutral terms (data is zero when
+// the error has none, or none that follows the wire conventions).
+func Answered(err error) (code int64, data wire.ErrorData, ok bool) {
+	errs := jsonrpcErrors(err)
+	if len(errs) == 0 {
+		return 0, wire.ErrorData{}, false
+	}
+	je := errs[0]
+	if len(je.Data) > 0 {
+		if json.Unmarshal(je.Data, &data) != nil {
+			data = wire.ErrorData{}
+		}
+	}
+	return je.Code, data, true
+}
+
 // RetryAfter returns the wait the server asked for in data.retryAfterMs of a
 // -31002 in_progress error in err's chain.
 func RetryAfter(err error) (time.Duration, bool) {

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -21,7 +20,7 @@ const (
 var propagator = propagation.TraceContext{}
 
 // metaCarrier adapts a _meta map to the propagation API.
-type metaCarrier mcp.Meta
+type metaCarrier map[string]any
 
 func (m metaCarrier) Get(key string) string {
 	s, _ := m[key].(string)
@@ -42,7 +41,7 @@ func (m metaCarrier) Keys() []string {
 // tracestate when there is one). It writes nothing when ctx carries no
 // valid span context. meta must be a map the caller owns: build a fresh
 // one per request.
-func Inject(ctx context.Context, meta mcp.Meta) {
+func Inject(ctx context.Context, meta map[string]any) {
 	if meta == nil {
 		return
 	}
@@ -52,7 +51,7 @@ func Inject(ctx context.Context, meta mcp.Meta) {
 // Extract returns ctx with the remote span context found in meta, so a
 // span started from it joins the caller's trace. A missing or malformed
 // traceparent leaves ctx as it is.
-func Extract(ctx context.Context, meta mcp.Meta) context.Context {
+func Extract(ctx context.Context, meta map[string]any) context.Context {
 	if meta == nil {
 		return ctx
 	}
