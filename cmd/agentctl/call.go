@@ -54,7 +54,10 @@ object (or @FILE holding one); NAME=VALUE words override its keys.
 
 On a terminal, stderr shows what the call is doing: connecting, waiting for
 another process that runs the same operation, retries and their waits, the
-server's progress, a confirmation. --timeout bounds all of it.
+server's progress, a confirmation. --timeout bounds all of it: 5 minutes by
+default (plus --wait-approval when given), --timeout 0 for no bound. A call
+that may have reached the tool when it runs out is UNKNOWN (exit 4), with its
+key; one that was never sent ran nothing.
 
 The operation's key is --key when given. Without it, the same call (tool and
 arguments) repeated in the same session within the re-planning window (10
@@ -70,6 +73,9 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 		Args: usageArgs(1, -1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			f.keySet = c.Flags().Changed("key")
+			if !c.Flags().Changed("timeout") {
+				f.timeout = defaultCallTimeout + f.waitFor
+			}
 			return a.call(c.Context(), &f, args[0], args[1:])
 		}),
 	}
@@ -81,12 +87,16 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	fl.BoolVar(&f.newKey, "new", false, "a new operation, even if the same call was made moments ago")
 	fl.BoolVar(&f.yes, "yes", false, "approve a call that needs confirmation")
 	fl.StringVar(&f.args, "args", "", "the arguments as one `JSON` object, or @FILE holding one")
-	fl.DurationVar(&f.timeout, "timeout", 0, "give up after `DURATION` (connecting, waiting and retries included); a call that may have run is then UNKNOWN (exit 4)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "give up after `DURATION` (connecting, waiting and retries included; default 5m plus --wait-approval, 0 for none); a call that may have run is then UNKNOWN (exit 4)")
 	fl.DurationVar(&f.waitFor, "wait-approval", 0, "when the call is queued for approval, wait up to `DURATION` for a person's decision")
 	a.policyFlag(c, &f.policy)
 	a.durabilityFlag(c, &f.durable)
 	return c
 }
+
+// defaultCallTimeout bounds a call without --timeout, so a hung upstream
+// never holds a terminal forever.
+const defaultCallTimeout = 5 * time.Minute
 
 // errCallTimeout is the cause of a call's context when --timeout ran out.
 var errCallTimeout = errors.New("--timeout ran out")
