@@ -179,6 +179,22 @@ func retention(ctx context.Context, r *runner) outcome {
 		case <-t.C:
 		}
 	}
+	// The verify key was settled after the reexecute one: wait out its own
+	// expiry too, so the purge removes it rather than racing it.
+	vrec, err := r.t.Store.Get(ctx, ledger.ID{Tenant: r.tenant, Layer: r.layer, Tool: r.t.Tool, Key: keys[1]})
+	if err != nil {
+		return fail("", "reading the verify key's record: %v", err)
+	}
+	for !time.Now().After(vrec.ExpiresAt.Add(50 * time.Millisecond)) {
+		if time.Now().After(deadline) {
+			return fail("", "the verify key's record was still kept %s after its %s retention", soon, keep)
+		}
+		select {
+		case <-ctx.Done():
+			return fail("", "%v", ctx.Err())
+		case <-t.C:
+		}
+	}
 	n, err := r.t.Store.Purge(ctx, ledger.PurgeRequest{Tenant: r.tenant, ExpiredBy: time.Now()})
 	if err != nil {
 		return fail("", "purging the scratch tenant: %v", err)
