@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/confirm"
@@ -38,44 +37,15 @@ var (
 	ErrSameApprover = errors.New("client: the requester may not approve their own call")
 )
 
-const (
-	queueWaiting  = "queue"
-	queueApproved = "approved"
-)
+// Queued is what a queued record's owner says about the call
+// (ledger.Queued).
+type Queued = ledger.Queued
 
-// Queued is what a queued record's owner says about the call.
-type Queued struct {
-	Requester     string
-	PolicyVersion string
-	// Approved: a person approved it and it waits for the call that runs it.
-	Approved bool
-}
+// QueuedCall reports whether r is a queued call (ledger.QueuedCall).
+func QueuedCall(r *ledger.Record) (Queued, bool) { return ledger.QueuedCall(r) }
 
 func queueOwner(approved bool, version, requester string) string {
-	state := queueWaiting
-	if approved {
-		state = queueApproved
-	}
-	// No '#' or '@': the name must never parse as a process (ledger.ParseOwner).
-	requester = strings.NewReplacer("#", "_", "@", "_", ";", "_").Replace(requester)
-	return state + ";" + version + ";" + requester
-}
-
-// QueuedCall reports whether r is a queued call (PENDING_APPROVAL under a
-// queue's lease rather than a prompt's), and what its owner says.
-func QueuedCall(r *ledger.Record) (Queued, bool) {
-	if r == nil || r.State != ledger.StatePendingApproval || r.Tombstone {
-		return Queued{}, false
-	}
-	state, rest, ok := strings.Cut(r.Owner, ";")
-	if !ok || (state != queueWaiting && state != queueApproved) {
-		return Queued{}, false
-	}
-	version, requester, ok := strings.Cut(rest, ";")
-	if !ok {
-		return Queued{}, false
-	}
-	return Queued{Requester: requester, PolicyVersion: version, Approved: state == queueApproved}, true
+	return ledger.QueueOwner(approved, version, requester)
 }
 
 func (c *Caller[P, R]) requester() string {
