@@ -77,6 +77,19 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
+// A shell agentctl has no completion for is a usage error; the known ones
+// print their script.
+func TestCompletionShells(t *testing.T) {
+	inProcess(t, nil, nil, "completion", "tcsh").wantExit(t, exitUsage, "tcsh")
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		o := inProcess(t, nil, nil, "completion", sh)
+		o.wantExit(t, exitOK)
+		if !strings.Contains(o.stdout, "agentctl") {
+			t.Errorf("agentctl completion %s printed no script: %.80q", sh, o.stdout)
+		}
+	}
+}
+
 func TestPrintable(t *testing.T) {
 	tests := []struct {
 		in        string

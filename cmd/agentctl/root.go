@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
+	strictCompletion(root)
 	err := root.ExecuteContext(ctx)
 	a.status.clear()
 	if cerr := a.close(); err == nil && cerr != nil {
@@ -183,6 +184,20 @@ func completeWords(c *cobra.Command, flag string, words ...string) {
 func runE(body func(c *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		return withCode(exitFailed, body(c, args))
+	}
+}
+
+// strictCompletion makes cobra's completion command refuse a shell it does
+// not know, as any mistyped subcommand is refused (exit 2), instead of
+// printing its help and exiting 0. Called once the output is set: cobra's
+// completion scripts write where the root writes at this point.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = subcommandArgs
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
 	}
 }
 

@@ -58,6 +58,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	reconcile := fs.String("reconcile", "", "settle the UNKNOWN create_payment of this key from the payments table, and exit")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h asked for the usage, which fs printed
+		}
 		return err
 	}
 	faults, err := payments.ParseFaults(*fault)

@@ -178,3 +178,15 @@ func waitCounts(t *testing.T, dir, key string, want func(payments.Counts) bool) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// -h prints the usage and exits 0; an unknown flag exits 1 saying so.
+func TestHelpExitsZero(t *testing.T) {
+	out, err := command(nil, "-h").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Usage of payments") {
+		t.Fatalf("payments -h = %v: %s; want exit 0 and the usage", err, out)
+	}
+	out, err = command(nil, "-no-such-flag").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no-such-flag") {
+		t.Fatalf("payments -no-such-flag = %v: %s; want exit 1 naming the flag", err, out)
+	}
+}
