@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/planner/ledgertools"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -133,7 +133,7 @@ func (c *Client) Repeatable(ctx context.Context, fn func(ctx context.Context, s 
 // mcp.NewInMemoryTransports or serve it to the model's host.
 func (c *Client) LedgerServer() *mcp.Server {
 	o := c.c.Options()
-	return planner.NewServerWith(c.c.Store(), o.Tenant, o.Session, planner.ToolsOptions{Exclude: c.c.Exclusions(), Layer: o.Layer})
+	return ledgertools.NewServer(c.c.Store(), o.Tenant, o.Session, &ledgertools.Options{Exclude: c.c.Exclusions(), Layer: o.Layer})
 }
 
 // Close closes the current session and writes the call events still

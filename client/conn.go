@@ -31,7 +31,7 @@ func (cn *conn) Send(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams]
 	if s == nil {
 		var err error
 		if s, err = c.reconnect(ctx, nil); err != nil {
-			return nil, nil, err // never sent: a connect failure
+			return nil, nil, Neutral(err) // never sent: a connect failure
 		}
 	}
 	a.Via = s
@@ -39,7 +39,7 @@ func (cn *conn) Send(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams]
 	p := params(a)
 	telemetry.Inject(ctx, p.Meta)
 	res, err := s.CallTool(ctx, p)
-	return res, nil, err
+	return res, nil, Neutral(err)
 }
 
 // params builds fresh params and a fresh _meta for one attempt: go-sdk
@@ -135,12 +135,18 @@ func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
 
 // toolOf is what the caller needs of a go-sdk tool definition.
 func toolOf(t *mcp.Tool) *caller.Tool {
-	out := &caller.Tool{Name: t.Name, DeclaresKey: schemaDeclaresKey(t)}
-	if a := t.Annotations; a != nil {
-		ro, idem := a.ReadOnlyHint, a.IdempotentHint
-		out.Hints = &confirm.Hints{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
+	return &caller.Tool{Name: t.Name, Hints: Hints(t.Annotations), DeclaresKey: schemaDeclaresKey(t)}
+}
+
+// Hints are go-sdk's tool annotations as the policy reads them (nil for
+// nil: the server sent none). go-sdk's ReadOnlyHint and IdempotentHint are
+// plain bools, so a tool that sent annotations says both.
+func Hints(a *mcp.ToolAnnotations) *confirm.Hints {
+	if a == nil {
+		return nil
 	}
-	return out
+	ro, idem := a.ReadOnlyHint, a.IdempotentHint
+	return &confirm.Hints{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 }
 
 func schemaDeclaresKey(t *mcp.Tool) bool {

@@ -207,7 +207,7 @@ func (d *demo) sensitive() error {
 	d.firstCall = payment(1250, "EUR", "acme")
 	why := "the policy asks"
 	if tool, err := d.tool(cl); err == nil {
-		_, why = confirm.Default().Explain(confirm.Tool{Name: tool.Name, Server: "payments", Annotations: tool.Annotations})
+		_, why = confirm.Default().Explain(confirm.Tool{Name: tool.Name, Server: "payments", Hints: client.Hints(tool.Annotations)})
 	}
 	d.say("%s: the policy wants a person to decide (%s)", describe(d.firstCall), why)
 	op, out, err := d.pay(cl, d.ctx, "confirmed payment", d.firstCall)

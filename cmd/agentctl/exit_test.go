@@ -16,11 +16,12 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
 func TestCallReason(t *testing.T) {
-	inProgress := retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)
+	inProgress := server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)
 	clientErr := func(err error, state ledger.State) error {
 		return &client.Error{Tool: "pay", Key: "k", State: state, Err: err}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/elicit"
 )
 
 type requestKey struct{}
@@ -31,11 +32,11 @@ type hostConfirmer struct {
 }
 
 func (h *hostConfirmer) Confirm(ctx context.Context, req confirm.Request) (confirm.Answer, error) {
-	var elicit confirm.Confirmer
+	var host confirm.Confirmer
 	if r := requestFrom(ctx); r != nil {
-		elicit = confirm.ElicitFor(r)
+		host = elicit.For(r)
 	}
-	a, err := confirm.Chain(elicit, h.terminal).Confirm(ctx, req)
+	a, err := confirm.Chain(host, h.terminal).Confirm(ctx, req)
 	if errors.Is(err, confirm.ErrNoConfirmer) {
 		return a, &noConfirmerError{tool: req.Tool, policyFile: h.policyFile}
 	}

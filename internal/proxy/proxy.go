@@ -16,7 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/planner/ledgertools"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -155,7 +155,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		return next
 	})
 	p.srv.AddReceivingMiddleware(p.relayMiddleware)
-	planner.AddToolsWith(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
+	ledgertools.Add(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
 		l, err := p.linkFor(ctx, req.Session)
 		if err != nil {
 			return "", "", err
@@ -167,7 +167,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 			return "", "", fmt.Errorf("proxy: end the leases that ran out before reading the ledger: %w", err)
 		}
 		return p.opts.Tenant, l.session, nil
-	}, planner.ToolsOptions{Layer: ledger.LayerProxy})
+	}, &ledgertools.Options{Layer: ledger.LayerProxy})
 	if err := p.syncTools(ctx, first); err != nil {
 		_ = first.close()
 		return nil, err

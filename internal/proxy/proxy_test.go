@@ -121,7 +121,7 @@ func TestHostKey(t *testing.T) {
 	// A host that sends keys is answered like a key-aware server: with
 	// the wire error its client classifies, not a result it would store.
 	_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"text": "butter"}, Meta: key})
-	if retry.Reason(err) != retry.ReasonKeyReused || retry.Classify(err) != retry.Permanent {
+	if retry.Reason(client.Neutral(err)) != retry.ReasonKeyReused || retry.Classify(client.Neutral(err)) != retry.Permanent {
 		t.Errorf("key reused = %v; want -31001 key_reused", err)
 	}
 	if n := u.notes.Load(); n != 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -170,7 +171,7 @@ func hostKey(p *mcp.CallToolParamsRaw) (key string, keyed bool, err error) {
 		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: _meta[%q] is %s, not a string; send the key as a string of 1-255 [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(string(b), 40))}
 	}
 	if err := ledger.ValidateKey(key); err != nil {
-		return "", false, retry.ServerError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: _meta[%q] %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(key, 40), err), 0)
+		return "", false, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: _meta[%q] %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(key, 40), err), 0)
 	}
 	return key, true, nil
 }
@@ -213,7 +214,7 @@ func (p *Proxy) callError(ctx context.Context, tool string, keyed bool, err erro
 	}
 	switch {
 	case errors.Is(err, ledger.ErrInvalidKey):
-		return nil, retry.ServerError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, err.Error(), 0)
+		return nil, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, err.Error(), 0)
 	case errors.Is(err, client.ErrArgumentsTooLarge):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
@@ -292,7 +293,7 @@ func wireError(err error) *jsonrpc.Error {
 		}
 	}
 	if errors.Is(err, ledger.ErrKeyReused) {
-		return retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
+		return server.Error(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
 	}
 	st, ok := client.StateOf(err)
 	if !ok {
