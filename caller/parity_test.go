@@ -14,12 +14,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	mgclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mgmcp "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/client"
@@ -118,10 +120,14 @@ type adapter struct {
 	// it refuses a tool the upstream does not list at its door (-32602),
 	// before its ledger.
 	mirrors bool
-	start   func(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(ctx context.Context, tool, key string, args map[string]any) (answer, error)
+	start   func(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(ctx context.Context, tool, key string, args map[string]any) (answer, error)
 }
 
 var parityRetry = &retry.Policy{MaxAttempts: 3, InitialInterval: 1, MaxInterval: 1}
+
+// parityWait bounds how long an adapter waits on a call another owner
+// holds, so a walk through PROCESSING ends quickly.
+const parityWait = 150 * time.Millisecond
 
 var adapters = []adapter{
 	{name: "client", layer: ledger.LayerClient, start: startClient},
@@ -129,12 +135,12 @@ var adapters = []adapter{
 	{name: "proxy", layer: ledger.LayerProxy, mirrors: true, start: startProxy},
 }
 
-func startClient(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(context.Context, string, string, map[string]any) (answer, error) {
+func startClient(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 		tr := &mcp.StreamableClientTransport{Endpoint: ps.url, MaxRetries: -1}
 		return mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx, tr, nil)
 	}
-	c, err := client.Dial(t.Context(), connect, st, &client.Options{Retry: parityRetry, Policy: policy, Session: "parity"})
+	c, err := client.Dial(t.Context(), connect, st, &client.Options{Retry: parityRetry, Policy: policy, Session: "parity", InProgressWait: parityWait, MeterProvider: mp})
 	if err != nil {
 		t.Fatalf("client.Dial: %v", err)
 	}
@@ -148,7 +154,7 @@ func startClient(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.P
 	}
 }
 
-func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(context.Context, string, string, map[string]any) (answer, error) {
+func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
 	connect := func(ctx context.Context) (*mgclient.Client, error) {
 		h, err := transport.NewStreamableHTTP(ps.url)
 		if err != nil {
@@ -167,7 +173,7 @@ func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Po
 		}
 		return mc, nil
 	}
-	c, err := mcpgo.Dial(t.Context(), connect, st, &mcpgo.ClientOptions{Retry: parityRetry, Policy: policy, Session: "parity"})
+	c, err := mcpgo.Dial(t.Context(), connect, st, &mcpgo.ClientOptions{Retry: parityRetry, Policy: policy, Session: "parity", InProgressWait: parityWait, MeterProvider: mp})
 	if err != nil {
 		t.Fatalf("mcpgo.Dial: %v", err)
 	}
@@ -193,13 +199,13 @@ func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Po
 // startProxy puts the proxy in front of the upstream and answers from what
 // a host that sends its own key sees on the wire: a result, or the
 // JSON-RPC error of the call's state.
-func startProxy(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(context.Context, string, string, map[string]any) (answer, error) {
+func startProxy(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
 	p, err := proxy.New(t.Context(), &proxy.Options{
 		Transport: func(context.Context) (mcp.Transport, error) {
 			return &mcp.StreamableClientTransport{Endpoint: ps.url, MaxRetries: -1}, nil
 		},
 		Store: st, Policy: policy, Session: "parity",
-		Client: &client.Options{Retry: parityRetry},
+		Client: &client.Options{Retry: parityRetry, InProgressWait: parityWait, MeterProvider: mp},
 	})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
@@ -352,7 +358,7 @@ func TestParity(t *testing.T) {
 					t.Fatalf("sqlite.Open: %v", err)
 				}
 				t.Cleanup(func() { st.Close() })
-				call := ad.start(t, ps, st, sc.policy)
+				call := ad.start(t, ps, st, sc.policy, nil)
 				const key = "parity-1"
 				for i, s := range sc.steps {
 					ps.drop.Store(s.drop)
