@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -72,9 +71,6 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		ledgerPath = ledger.MaskDSN(a.ledgerURL)
 	} else {
 		s, err := sqlite.Open(ctx, ledgerPath, nil)
-		if errors.Is(err, sqlite.ErrNoDriver) {
-			return exitf(exitUnreachable, "%v", err)
-		}
 		if err != nil {
 			return fmt.Errorf("opening the demo ledger: %w", err)
 		}
