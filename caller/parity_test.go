@@ -274,6 +274,9 @@ func wireAnswer(res *mcp.CallToolResult, err error) (answer, error) {
 	if res.IsError {
 		if m, ok := res.Meta[wire.MetaError].(map[string]any); ok {
 			st, _ := m["state"].(string)
+			if row := ledger.RowOf(ledger.State(st)); row.Code != 0 {
+				return answer{}, fmt.Errorf("%s was answered with an isError result; its row says code %d", st, row.Code)
+			}
 			return answer{Kind: "error", State: ledger.State(st), Exit: ledger.RowOf(ledger.State(st)).Exit, Text: text}, nil
 		}
 	}
