@@ -116,7 +116,7 @@ func metaKey(ctx context.Context, p *mcp.CallToolParams) (context.Context, error
 		return nil, fmt.Errorf("client: the key in params._meta of %s: %w; send 1-255 of [A-Za-z0-9._:~-], or leave it out", p.Name, err)
 	}
 	if k, ok := caller.Key(ctx); ok && k != key {
-		return nil, fmt.Errorf("client: %w: params._meta of %s carries key %q and the context key %q; send one of them", ledger.ErrInvalidKey, p.Name, key, k)
+		return nil, fmt.Errorf("client: %w: params._meta of %s carries key %q and the context another (client.WithKey); send one of them", ledger.ErrInvalidKey, p.Name, key)
 	}
 	return caller.WithKey(ctx, key), nil
 }

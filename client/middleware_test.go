@@ -411,3 +411,87 @@ func goText(res *mcp.CallToolResult) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// A runtime that gives up after the request reached the tool is told the
+// outcome is unknown (-31003), as the truth rule says, not that it
+// cancelled; one that gives up before anything was sent gets its
+// context's error, as from a bare session.
+func TestMiddlewareCancelledCall(t *testing.T) {
+	t.Run("after the tool ran", func(t *testing.T) {
+		f := newMiddlewareFixture(t, nil, nil)
+		f.srv.Script(mcptest.StallAfterExecute(0))
+		ctx, cancel := context.WithCancel(client.WithKey(context.Background(), "gave-up-1"))
+		defer cancel()
+		go func() {
+			<-f.srv.Stalled() // the tool ran; its answer is held back
+			cancel()
+		}()
+		_, err := f.session.CallTool(ctx, write("a", 1))
+		je, d := rpcErrorOf(t, err)
+		if je.Code != wire.CodeOutcomeUnknown || d.State != string(ledger.StateUnknown) || d.Key != "gave-up-1" {
+			t.Fatalf("CallTool = %d %q, data %+v; want -31003 UNKNOWN for gave-up-1", je.Code, je.Message, d)
+		}
+		if rec := settled(t, f.store, "write", "gave-up-1"); rec.State != ledger.StateUnknown {
+			t.Fatalf("record = %s; want UNKNOWN", rec.State)
+		}
+	})
+	t.Run("before anything was sent", func(t *testing.T) {
+		f := newMiddlewareFixture(t, nil, nil)
+		ctx, cancel := context.WithCancel(client.WithKey(context.Background(), "gave-up-2"))
+		cancel()
+		_, err := f.session.CallTool(ctx, write("a", 1))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("CallTool = %v; want the context's error", err)
+		}
+		if n := f.srv.TotalExecutions(); n != 0 {
+			t.Fatalf("TotalExecutions = %d; want 0", n)
+		}
+	})
+}
+
+// ToolListChanged, wired as the client's handler, makes the middleware
+// read the server's changed tool list: a tool the server redefines as
+// read-only bypasses the ledger at once when the server is trusted.
+func TestMiddlewareToolListChanged(t *testing.T) {
+	srv := mcptest.New(nil)
+	t.Cleanup(func() { srv.Close() })
+	st := openStore(t)
+	mw := client.NewMiddleware(st, &client.Options{Policy: allow(), Retry: fastRetry(), TrustedServer: true})
+	t.Cleanup(func() { mw.Close() })
+	changed := make(chan struct{}, 4)
+	mc := mcp.NewClient(&mcp.Implementation{Name: "runtime", Version: "v1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+			mw.ToolListChanged(ctx, req)
+			changed <- struct{}{}
+		},
+	})
+	mc.AddSendingMiddleware(mw.Wrap)
+	ctx := context.Background()
+	peek := func(readOnly bool) {
+		srv.MCP().AddTool(&mcp.Tool{Name: "peek", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "peeked"}}}, nil
+			})
+	}
+	peek(false)
+	s, err := mc.Connect(ctx, srv.ClientTransport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	recorded := func(key string) bool {
+		if _, err := s.CallTool(client.WithKey(ctx, key), &mcp.CallToolParams{Name: "peek", Arguments: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := st.Get(ctx, ledger.ID{Tenant: "default", Layer: ledger.LayerClient, Tool: "peek", Key: key})
+		return err == nil
+	}
+	if !recorded("p-1") {
+		t.Fatal("peek, not read-only, was not recorded")
+	}
+	peek(true)
+	<-changed
+	if recorded("p-2") {
+		t.Fatal("peek, redefined read-only by a trusted server, still went through the ledger")
+	}
+}
