@@ -495,3 +495,54 @@ func TestMiddlewareToolListChanged(t *testing.T) {
 		t.Fatal("peek, redefined read-only by a trusted server, still went through the ledger")
 	}
 }
+
+// Two tenants' middlewares on one ledger and one server, with the same
+// key: each tenant's call is its own, on the server too, and neither
+// tenant's ledger tools see the other's record.
+func TestMiddlewareTenantsApart(t *testing.T) {
+	srv := mcptest.New(&mcptest.Options{Idempotent: true})
+	t.Cleanup(func() { srv.Close() })
+	st := openStore(t)
+	ctx := client.WithKey(context.Background(), "order-1")
+	var ledgers []*mcp.ClientSession
+	for _, tenant := range []string{"acme", "globex"} {
+		mw := client.NewMiddleware(st, &client.Options{Tenant: tenant, Session: "run-1", Policy: allow(), Retry: fastRetry()})
+		t.Cleanup(func() { mw.Close() })
+		mc := mcp.NewClient(&mcp.Implementation{Name: "runtime", Version: "v1"}, nil)
+		mc.AddSendingMiddleware(mw.Wrap)
+		s, err := mc.Connect(context.Background(), srv.ClientTransport(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		res, err := s.CallTool(ctx, write("a", 1))
+		if err != nil {
+			t.Fatalf("%s: CallTool = %v", tenant, err)
+		}
+		if _, replayed := res.Meta[client.MetaReplay]; replayed {
+			t.Fatalf("%s got a replay of another tenant's call", tenant)
+		}
+		if _, err := st.Get(context.Background(), ledger.ID{Tenant: tenant, Layer: ledger.LayerClient, Tool: "write", Key: "order-1"}); err != nil {
+			t.Fatalf("%s's record: %v", tenant, err)
+		}
+		ls, err := mw.ConnectLedger(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ls.Close() })
+		ledgers = append(ledgers, ls)
+	}
+	if n := srv.TotalExecutions(); n != 2 {
+		t.Fatalf("TotalExecutions = %d; want 2, one per tenant", n)
+	}
+	for i, ls := range ledgers {
+		res, err := ls.CallTool(context.Background(), &mcp.CallToolParams{Name: "ledger_list", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, _ := res.StructuredContent.(map[string]any)["calls"].([]any)
+		if len(calls) != 1 {
+			t.Fatalf("tenant %d's ledger_list shows %d calls; want its own one", i, len(calls))
+		}
+	}
+}
