@@ -42,16 +42,18 @@ func (cn *conn) Send(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams]
 	return res, nil, err
 }
 
-// sentByWrapper marks the context of a wrapper's own request, so that a
-// Middleware on the same go-sdk client lets it pass: the wrapper already
-// recorded it.
-type sentByWrapper struct{}
+// sentByCaller marks the context of a request a wrapper or a Middleware
+// sends for a call it already recorded, so that a Middleware below it on
+// the same go-sdk client (or the same one added twice) lets it pass
+// instead of recording it again.
+type sentByCaller struct{}
 
 // send sends p on s: through the rest of the client's sending chain under
 // a Middleware, else with session.CallTool.
 func (c *Client) send(ctx context.Context, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx = context.WithValue(ctx, sentByCaller{}, true)
 	if c.next == nil {
-		return s.CallTool(context.WithValue(ctx, sentByWrapper{}, true), p)
+		return s.CallTool(ctx, p)
 	}
 	if p.Arguments == nil {
 		p.Arguments = map[string]any{} // what session.CallTool sends for none

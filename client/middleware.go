@@ -86,7 +86,7 @@ func NewMiddleware(store ledger.Store, opts *Options) *Middleware {
 // clients.
 func (m *Middleware) Wrap(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != methodCallTool || ctx.Value(sentByWrapper{}) != nil {
+		if method != methodCallTool || ctx.Value(sentByCaller{}) != nil {
 			return next(ctx, method, req)
 		}
 		// go-sdk sends a *mcp.ClientRequest[mcp.Params] whose params are

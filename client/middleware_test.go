@@ -546,3 +546,31 @@ func TestMiddlewareTenantsApart(t *testing.T) {
 		}
 	}
 }
+
+// The same Middleware added twice records each call once, and does not
+// wait on itself.
+func TestMiddlewareAddedTwiceRecordsOnce(t *testing.T) {
+	srv := mcptest.New(nil)
+	t.Cleanup(func() { srv.Close() })
+	st := openStore(t)
+	mw := client.NewMiddleware(st, &client.Options{Policy: allow(), Retry: fastRetry()})
+	t.Cleanup(func() { mw.Close() })
+	mc := mcp.NewClient(&mcp.Implementation{Name: "runtime", Version: "v1"}, nil)
+	mc.AddSendingMiddleware(mw.Wrap, mw.Wrap)
+	s, err := mc.Connect(context.Background(), srv.ClientTransport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 2 {
+		if _, err := s.CallTool(client.WithKey(context.Background(), "twice-1"), write("a", 1)); err != nil {
+			t.Fatalf("CallTool = %v", err)
+		}
+	}
+	if n := srv.TotalExecutions(); n != 1 {
+		t.Fatalf("TotalExecutions = %d; want 1", n)
+	}
+	if rec := record(t, st, "write", "twice-1"); rec.State != ledger.StateSucceeded || rec.Attempts != 1 {
+		t.Fatalf("record = %s after %d attempts; want SUCCEEDED after 1", rec.State, rec.Attempts)
+	}
+}
