@@ -66,6 +66,10 @@ func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
+	transport, err := transportOf(cfg)
+	if err != nil {
+		return nil, err
+	}
 	store, err := sqlite.Open(ctx, cfg.Ledger, nil)
 	if err != nil {
 		return nil, err
@@ -88,10 +92,6 @@ func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
 	// only, so a replay says so in its text too.
 	mc.AddSendingMiddleware(client.ShowReplays, mw.Wrap)
 
-	transport, err := transportOf(cfg)
-	if err != nil {
-		return nil, err
-	}
 	session, err := mc.Connect(ctx, transport, nil)
 	if err != nil {
 		return nil, fmt.Errorf("claude-agent: connect to the MCP server: %w", err)
