@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -22,15 +23,19 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("ANTHROPIC_API_KEY", tc.key)
 			args := tc.args
+			ledger := t.TempDir() + "/agent.db"
 			for i, a := range args {
 				if a == "LEDGER" {
-					args[i] = t.TempDir() + "/agent.db"
+					args[i] = ledger
 				}
 			}
 			var out, errOut bytes.Buffer
 			err := run(args, &out, &errOut)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("run(%q) = %v; want an error saying %q", args, err, tc.want)
+			}
+			if _, err := os.Stat(ledger); !os.IsNotExist(err) {
+				t.Fatalf("a refused run left a ledger behind (%v)", err)
 			}
 		})
 	}
