@@ -6,6 +6,7 @@
 //	go run ./examples/payments -http 127.0.0.1:8080   # streamable HTTP
 //	go run ./examples/payments -count KEY             # what the downstream saw for KEY
 //	go run ./examples/payments -reconcile KEY         # settle an UNKNOWN payment from the payments table
+//	go run ./examples/payments -http ADDR -unguarded  # without the guard, to measure what it costs
 //
 // PAYMENTS_FAULT (or -fault) arms crash hooks for tests: for example
 // "handler=hang" blocks create_payment before its commit, and
@@ -50,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.DeliveryLease, "delivery-lease", 0, "how long one event delivery is reserved before another may retry it (default 10s)")
 	fs.DurationVar(&cfg.InProgressWait, "wait", 0, "how long a duplicate waits for a running call before -31002 (default 5s)")
 	fs.Int64Var(&cfg.DailyLimitCents, "limit", payments.DefaultDailyLimitCents, "most one payee may receive in 24h, in cents")
+	fs.BoolVar(&cfg.Unguarded, "unguarded", false, "serve without the idempotency guard (the bare server of a load benchmark): only the payments table's unique key stops a key paying twice")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
 	tokens := fs.String("tokens", "", "with -http: a file of bearer tokens, one 'TOKEN TENANT' a line; only requests with one are served, each as its token's tenant")
 	tenant := fs.String("tenant", "", "with -count: the tenant the key belongs to (with -tokens)")

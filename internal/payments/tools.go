@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/outbox"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,6 +100,12 @@ func (a *App) createPayment(ctx context.Context, req *mcp.CallToolRequest, in Cr
 	// end-to-end key): even a second execution could not pay twice. It is
 	// the tenant's key: two tenants' equal keys are two payments.
 	key, _ := server.KeyFromContext(ctx)
+	if a.cfg.Unguarded {
+		var err error
+		if key, err = requestKey(req, in); err != nil {
+			return server.ToolError(err), Payment{}, nil
+		}
+	}
 	if key != "" && len(a.cfg.Tokens) > 0 {
 		tenant, err := server.TenantFromToken(ctx, req)
 		if err != nil {
@@ -121,6 +128,23 @@ func (a *App) createPayment(ctx context.Context, req *mcp.CallToolRequest, in Cr
 		return nil, Payment{}, err
 	}
 	return paymentResult(p), p, nil
+}
+
+// requestKey is the key an unguarded server reads itself: the one in
+// _meta, else the idempotency_key argument; "" when there is none.
+func requestKey(req *mcp.CallToolRequest, in CreateIn) (string, error) {
+	key := in.IdempotencyKey
+	if v, ok := req.Params.Meta[server.MetaKey]; ok {
+		s, _ := v.(string)
+		key = s
+	}
+	if key == "" {
+		return "", nil
+	}
+	if err := ledger.ValidateKey(key); err != nil {
+		return "", fmt.Errorf("payments: the idempotency key breaks the key rules (%w); send 1-255 of [A-Za-z0-9._:~-]", err)
+	}
+	return key, nil
 }
 
 // insertPayment writes the payment and its event in one transaction.
