@@ -54,31 +54,33 @@ func OpenDownstream(ctx context.Context, path string) (*Downstream, error) {
 	return &Downstream{db: db, inbox: outbox.Inbox{Consumer: "payments-downstream"}}, nil
 }
 
-// Receive takes one delivery of payment.created.
+// Receive takes one delivery of payment.created. The delivery is counted
+// and the event applied in one transaction (one commit, one fsync): a
+// delivery that fails before its commit is neither counted nor applied,
+// and the outbox delivers it again.
 func (d *Downstream) Receive(ctx context.Context, e outbox.Event) error {
 	var ev Event
 	if err := json.Unmarshal(e.Payload, &ev); err != nil {
 		return fmt.Errorf("payments: downstream: event %s: %w", e.ID, err)
-	}
-	if _, err := d.db.ExecContext(ctx, `INSERT INTO deliveries (event_id, idempotency_key, n) VALUES ($1, $2, 1)
-		ON CONFLICT (event_id) DO UPDATE SET n = n + 1`, e.ID, ev.IdempotencyKey); err != nil {
-		return fmt.Errorf("payments: downstream: count delivery: %w", err)
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("payments: downstream: %w", err)
 	}
 	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (event_id, idempotency_key, n) VALUES ($1, $2, 1)
+		ON CONFLICT (event_id) DO UPDATE SET n = n + 1`, e.ID, ev.IdempotencyKey); err != nil {
+		return fmt.Errorf("payments: downstream: count delivery: %w", err)
+	}
 	fresh, err := d.inbox.Apply(ctx, tx, e.ID)
 	if err != nil {
 		return err
 	}
-	if !fresh {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id, payment_id, idempotency_key, amount_cents, currency, payee)
-		VALUES ($1, $2, $3, $4, $5, $6)`, e.ID, ev.PaymentID, ev.IdempotencyKey, ev.AmountCents, ev.Currency, ev.Payee); err != nil {
-		return fmt.Errorf("payments: downstream: apply: %w", err)
+	if fresh {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id, payment_id, idempotency_key, amount_cents, currency, payee)
+			VALUES ($1, $2, $3, $4, $5, $6)`, e.ID, ev.PaymentID, ev.IdempotencyKey, ev.AmountCents, ev.Currency, ev.Payee); err != nil {
+			return fmt.Errorf("payments: downstream: apply: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("payments: downstream: commit: %w", err)

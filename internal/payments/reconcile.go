@@ -20,7 +20,7 @@ func (a *App) Reconcile(ctx context.Context, tenant, key string) (*ledger.Record
 		tenant = server.DefaultTenant
 	}
 	id := ledger.ID{Tenant: tenant, Layer: ledger.LayerServer, Tool: ToolCreate, Key: key}
-	p, err := paymentByKey(ctx, a.db, key)
+	p, err := paymentByKey(ctx, a.rdb, key)
 	switch {
 	case err == nil:
 		res := paymentResult(p)
@@ -37,7 +37,7 @@ func (a *App) Reconcile(ctx context.Context, tenant, key string) (*ledger.Record
 // Payments counts the payments made with key (0 or 1: the key is unique).
 func (a *App) Payments(ctx context.Context, key string) (int, error) {
 	var n int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM payments WHERE idempotency_key = $1`, key).Scan(&n); err != nil {
+	if err := a.rdb.QueryRowContext(ctx, `SELECT count(*) FROM payments WHERE idempotency_key = $1`, key).Scan(&n); err != nil {
 		return 0, fmt.Errorf("payments: count: %w", err)
 	}
 	return n, nil

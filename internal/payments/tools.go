@@ -149,6 +149,11 @@ func requestKey(req *mcp.CallToolRequest, in CreateIn) (string, error) {
 
 // insertPayment writes the payment and its event in one transaction.
 func (a *App) insertPayment(ctx context.Context, key string, in CreateIn) (Payment, error) {
+	done, err := a.writeTurnOf(ctx)
+	if err != nil {
+		return Payment{}, err
+	}
+	defer done()
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Payment{}, fmt.Errorf("payments: begin: %w", err)
@@ -205,7 +210,7 @@ func (a *App) insertPayment(ctx context.Context, key string, in CreateIn) (Payme
 }
 
 func (a *App) getPayment(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) (*mcp.CallToolResult, Payment, error) {
-	p, err := scanPayment(a.db.QueryRowContext(ctx, selectPayment+` WHERE id = $1`, in.PaymentID))
+	p, err := scanPayment(a.rdb.QueryRowContext(ctx, selectPayment+` WHERE id = $1`, in.PaymentID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return server.ToolError(fmt.Errorf("no payment %q", in.PaymentID)), Payment{}, nil
 	}
