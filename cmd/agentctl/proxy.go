@@ -183,7 +183,12 @@ func (a *app) proxyTransport(f *proxyFlags) (tr proxy.TransportFunc, label, fix 
 		if err := up.check(); err != nil {
 			return nil, "", "", err
 		}
-		hc := withHeaders(up.hdr)
+		// The proxy's pooled transport: many host sessions call one
+		// upstream at once (see proxy.UpstreamTransport).
+		var hc *http.Client
+		if len(up.hdr) > 0 {
+			hc = &http.Client{Transport: headerTransport{next: proxy.UpstreamTransport, h: up.hdr}}
+		}
 		return func(context.Context) (mcp.Transport, error) {
 			// The standalone SSE stream stays on: it carries the
 			// upstream's notifications outside calls (list changes,

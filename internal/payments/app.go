@@ -78,14 +78,11 @@ func (c Config) Paths() Config {
 type App struct {
 	cfg Config
 	// db writes the payments database on one connection, shared by the
-	// handlers (in turn, through writeTurn) and the dispatcher; rdb reads
-	// it beside the writer (WAL).
+	// payment writer and the dispatcher; rdb reads it beside them (WAL).
 	db, rdb *sql.DB
-	// writeTurn holds a token while a handler's transaction runs.
-	// Handlers that find it taken wait in the order they came (a full
-	// channel serves its blocked senders first come, first served).
-	writeTurn chan struct{}
-	ledger    ledger.Store
+	// payments writes the handlers' payments, in batches (see batch.go).
+	payments *writer
+	ledger   ledger.Store
 	guard     *server.Guard
 	down      *Downstream
 	disp      *outbox.Dispatcher
@@ -115,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, writeTurn: make(chan struct{}, 1)}
+	a := &App{cfg: cfg, log: cfg.Logger}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -124,12 +121,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if a.db, err = openSQLite(cfg.DB); err != nil {
 		return nil, err
 	}
-	// One writer connection. SQLite lets one transaction write at a time;
-	// writers on connections of their own wait for it in SQLite's busy
-	// handler, which sleeps up to 100 ms between tries and lets whoever
-	// tries at the right moment in first: under load some calls waited
-	// seconds while others passed in milliseconds, and the lock sat idle
-	// while its waiters slept. On one connection they wait in Go instead.
+	// One writer connection: the payment writer and the dispatcher take
+	// turns on it in Go rather than in SQLite's busy handler (batch.go).
 	a.db.SetMaxOpenConns(1)
 	if a.rdb, err = openSQLite(cfg.DB); err != nil {
 		return nil, err
@@ -137,6 +130,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := migrate(ctx, a.db); err != nil {
 		return nil, err
 	}
+	a.payments = newWriter(a.db)
 	if a.ledger, err = openLedger(ctx, cfg.Ledger); err != nil {
 		return nil, fmt.Errorf("payments: ledger: %w", err)
 	}
@@ -238,16 +232,6 @@ func openLedger(ctx context.Context, where string) (ledger.Store, error) {
 // DB is the payments database (its write connection).
 func (a *App) DB() *sql.DB { return a.db }
 
-// writeTurnOf waits for this process's turn to write a payment, in the
-// order the handlers asked; done gives the turn to the next.
-func (a *App) writeTurnOf(ctx context.Context) (done func(), err error) {
-	select {
-	case a.writeTurn <- struct{}{}:
-		return func() { <-a.writeTurn }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("payments: waiting for the database: %w", ctx.Err())
-	}
-}
 
 // Downstream is the receiver of payment.created.
 func (a *App) Downstream() *Downstream { return a.down }
@@ -290,6 +274,9 @@ func (a *App) Close() error {
 		}
 		if a.ledger != nil {
 			errs = append(errs, a.ledger.Close())
+		}
+		if a.payments != nil {
+			a.payments.close()
 		}
 		if a.rdb != nil {
 			errs = append(errs, a.rdb.Close())

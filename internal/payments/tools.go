@@ -147,18 +147,24 @@ func requestKey(req *mcp.CallToolRequest, in CreateIn) (string, error) {
 	return key, nil
 }
 
-// insertPayment writes the payment and its event in one transaction.
+// insertPayment writes the payment and its event in one transaction,
+// with the other payments of its batch (see batch.go).
 func (a *App) insertPayment(ctx context.Context, key string, in CreateIn) (Payment, error) {
-	done, err := a.writeTurnOf(ctx)
-	if err != nil {
-		return Payment{}, err
-	}
-	defer done()
-	tx, err := a.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Payment{}, fmt.Errorf("payments: begin: %w", err)
-	}
-	defer tx.Rollback() // after Commit, a no-op
+	var p Payment
+	err := a.payments.do(ctx, func(hctx context.Context, tx *sql.Tx) error {
+		var err error
+		p, err = a.writePayment(hctx, tx, key, in)
+		return err
+	})
+	return p, err
+}
+
+// writePayment is one payment's part of a batch. Its statements run
+// without hctx's cancellation: cancelling a statement can roll back the
+// whole transaction, the other payments of the batch with it. hctx is for
+// the fault hooks, which wait on the handler.
+func (a *App) writePayment(hctx context.Context, tx *sql.Tx, key string, in CreateIn) (Payment, error) {
+	ctx := context.WithoutCancel(hctx)
 	now := time.Now().UTC()
 	p := Payment{
 		PaymentID: newPaymentID(), AmountCents: in.AmountCents, Currency: in.Currency,
@@ -200,11 +206,8 @@ func (a *App) insertPayment(ctx context.Context, key string, in CreateIn) (Payme
 		return Payment{}, fmt.Errorf("%w: %s would receive %d cents in 24h, above %d; the payment was rolled back and nothing was charged",
 			ErrLimit, p.Payee, today, a.cfg.DailyLimitCents)
 	}
-	if err := a.cfg.Faults.at(ctx, a.cfg.FaultWriter, FaultHandler); err != nil {
+	if err := a.cfg.Faults.at(hctx, a.cfg.FaultWriter, FaultHandler); err != nil {
 		return Payment{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Payment{}, fmt.Errorf("payments: commit: %w", err)
 	}
 	return p, nil
 }

@@ -113,7 +113,7 @@ func (o *order) counted(t mcp.Transport) mcp.Transport {
 	}
 	rt := hc.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		rt = UpstreamTransport
 	}
 	hc.Transport = &countingRoundTripper{next: rt, o: o}
 	cp.HTTPClient = &hc
@@ -201,8 +201,13 @@ func (s *sseCounter) endLine() {
 	}
 }
 
-// notification reports whether data is a relayed notification.
+// notification reports whether data is a relayed notification. Most
+// events are answers to calls, which have no "method" key: they are told
+// apart without decoding the whole result.
 func notification(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"method"`)) {
+		return false
+	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`

@@ -207,8 +207,18 @@ func (g *lineGuard) screen(line []byte) (pass bool, err error) {
 
 // checkMessage decodes one JSON value as the SDK would. msg, when not
 // empty, says why it is not a JSON-RPC message the SDK can take; id is the
-// message's id as far as it can be read.
+// message's id as far as it can be read. m carries the message's id and
+// method (a request) or id (a response), not its params or result.
+//
+// A plain request (version tag "2.0", a method string, an id the SDK
+// takes) is judged from one decoding with encoding/json. Anything else is
+// decoded by the SDK's own reader as well, for its verdict and words: that
+// reader allocates a 32 KiB buffer per message, which every call through
+// the proxy would otherwise pay once more than the SDK itself does.
 func checkMessage(data []byte) (m jsonrpc.Message, id jsonrpc.ID, msg string) {
+	if req, ok := plainRequest(data); ok {
+		return req, req.ID, ""
+	}
 	var loose struct {
 		ID     any             `json:"id"`
 		Result json.RawMessage `json:"result"`
@@ -225,6 +235,69 @@ func checkMessage(data []byte) (m jsonrpc.Message, id jsonrpc.ID, msg string) {
 		return nil, id, "mcpledger proxy: the message has no method (nor result or error); a request names its method"
 	}
 	return m, id, ""
+}
+
+// plainRequest reads data as a request the SDK's reader is sure to take:
+// an object whose exact keys (the SDK matches them case-sensitively) give
+// the version tag "2.0", a method string, and an id that is absent, null,
+// a string or a number, with no result or error, nested no deeper than
+// the SDK allows. It reports false for anything else, which is left to
+// the SDK's own reader to judge.
+func plainRequest(data []byte) (*jsonrpc.Request, bool) {
+	if !shallow(data, sdkMaxDepth) {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil || string(fields["jsonrpc"]) != `"2.0"` {
+		return nil, false
+	}
+	if _, ok := fields["result"]; ok {
+		return nil, false
+	}
+	if _, ok := fields["error"]; ok {
+		return nil, false
+	}
+	var method string
+	if raw, ok := fields["method"]; !ok || json.Unmarshal(raw, &method) != nil {
+		return nil, false
+	}
+	var v any
+	if raw, ok := fields["id"]; ok && json.Unmarshal(raw, &v) != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Request{ID: id, Method: method}, true
+}
+
+// sdkMaxDepth is the deepest nesting of objects and arrays go-sdk's reader
+// accepts (its internal/json defaultMaxDepth).
+const sdkMaxDepth = 1000
+
+// shallow reports whether data nests objects and arrays at most limit
+// deep, counting brackets outside strings.
+func shallow(data []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case b == '"':
+			inString = !inString
+		case inString:
+		case b == '{' || b == '[':
+			if depth++; depth > limit {
+				return false
+			}
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return true
 }
 
 // checkBatch reports why a batch is not one the SDK can take, or "".

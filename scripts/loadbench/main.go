@@ -53,6 +53,7 @@ type config struct {
 	contenders string // contenders to run, comma-separated
 	dir        string
 	profile    string
+	profileOf  string // the scenario profiled
 	pg         string
 }
 
@@ -100,7 +101,8 @@ func main() {
 	flag.StringVar(&c.which, "scenarios", "closed,hot,rate", "scenarios to run: closed, hot, rate")
 	flag.StringVar(&c.contenders, "contenders", "bare,guarded,proxy-sqlite,proxy-pg,proxy-pg-pair", "contenders to run")
 	flag.StringVar(&c.dir, "dir", "", "folder for the databases, binaries and logs (default: a new temporary one, removed after a run that passed)")
-	flag.StringVar(&c.profile, "profile", "", "build the servers with pprof and write each one's CPU, block, mutex and heap profiles of the closed-loop scenario to this folder")
+	flag.StringVar(&c.profile, "profile", "", "build the servers with pprof and write each one's CPU, block, mutex, goroutine and heap profiles (see -profile-scenario) to this folder")
+	flag.StringVar(&c.profileOf, "profile-scenario", "closed", "with -profile: the scenario whose first slice of each contender is profiled")
 	flag.Parse()
 	c.pg = os.Getenv("MCPLEDGER_TEST_POSTGRES")
 	if err := c.check(); err != nil {
@@ -172,7 +174,7 @@ func execute(ctx context.Context, c config, logw *os.File) (err error) {
 	for _, sc := range c.scenarios() {
 		rounds := map[string][]sliceResult{}
 		var prof *profiler
-		if c.profile != "" && sc.name == "closed" {
+		if c.profile != "" && sc.name == c.profileOf {
 			prof = &profiler{dir: c.profile}
 		}
 		for round := range c.rounds {

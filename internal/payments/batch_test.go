@@ -1,0 +1,105 @@
+package payments_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/internal/payments"
+)
+
+// Payments that share a batch (one transaction, a savepoint each) stay
+// apart: the ones the daily limit refuses leave no row and no event, and
+// each of the others is there once, with its event.
+func TestConcurrentPaymentsKeepTheLimit(t *testing.T) {
+	const (
+		callers = 48
+		cents   = 100
+		fit     = 30 // payments of cents the payee may receive today
+	)
+	app := open(t, payments.Config{DailyLimitCents: fit * cents})
+	ctx := context.Background()
+	var paid, refused atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for i := range callers {
+		cs := connect(t, app) // a session each: the calls arrive together
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := pay(ctx, cs, fmt.Sprintf("batch-%d", i), cents, "carol")
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("payment %d: %w", i, err)
+			case res.IsError:
+				refused.Add(1)
+			default:
+				paid.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if paid.Load() != fit || refused.Load() != callers-fit {
+		t.Errorf("paid %d, refused %d; want %d and %d", paid.Load(), refused.Load(), fit, callers-fit)
+	}
+	if n := count(t, app, `SELECT count(*) FROM payments WHERE payee = 'carol'`); n != fit {
+		t.Errorf("%d payments to carol; want %d", n, fit)
+	}
+	if n := count(t, app, `SELECT count(*) FROM mcpledger_outbox`); n != fit {
+		t.Errorf("%d events; want %d (one per payment, none for a refused one)", n, fit)
+	}
+}
+
+// reached signals each fault hook line written to it.
+type reached chan struct{}
+
+func (r reached) Write(p []byte) (int, error) {
+	r <- struct{}{}
+	return len(p), nil
+}
+
+// A payment whose caller gives up while it waits behind another is never
+// written, and the writer goes on with the payments after it.
+func TestAbandonedPaymentIsNotWritten(t *testing.T) {
+	hook := make(reached, 1)
+	faults := payments.Faults{payments.FaultHandler: "hang"}
+	app := open(t, payments.Config{Faults: faults, FaultWriter: hook})
+	first, second := connect(t, app), connect(t, app)
+	ctx := context.Background()
+	fctx, release := context.WithCancel(ctx)
+	defer release()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pay(fctx, first, "hung-1", 100, "dave")
+		done <- err
+	}()
+	<-hook // the first payment holds the writer, hung before its commit
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := pay(sctx, second, "abandoned-1", 100, "dave"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a payment whose caller gave up = %v; want its deadline's error", err)
+	}
+	release()
+	if err := <-done; err == nil {
+		t.Fatal("the hung payment's call answered after it was cancelled; want an error")
+	}
+	// Disarmed after both calls ended: the next handler reads the map
+	// only after this call has returned.
+	delete(faults, payments.FaultHandler)
+	if res, err := pay(ctx, second, "after-1", 100, "dave"); err != nil || res.IsError {
+		t.Fatalf("a payment after them = %v, %v; want it paid", res, err)
+	}
+	for key, want := range map[string]int{"hung-1": 0, "abandoned-1": 0, "after-1": 1} {
+		if n := count(t, app, `SELECT count(*) FROM payments WHERE idempotency_key = $1`, key); n != want {
+			t.Errorf("%d payments for %s; want %d", n, key, want)
+		}
+	}
+}
