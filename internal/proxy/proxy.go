@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,6 +72,12 @@ type Options struct {
 	// long-running proxy's ledger does not grow until someone runs
 	// agentctl ledger purge (DefaultSweepEvery when zero; negative: never).
 	SweepEvery time.Duration
+	// IdleRelease is how long the proxy goes without a host request
+	// before it returns the memory of the burst before to the operating
+	// system (DefaultIdleRelease when zero; negative: never). Release is
+	// what it calls then (debug.FreeOSMemory when nil).
+	IdleRelease time.Duration
+	Release     func()
 }
 
 // DefaultSweepEvery is the period of the proxy's purge of expired records.
@@ -96,6 +103,10 @@ type Proxy struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	swept   chan struct{} // closed when the sweeper has returned
+	// requests counts the host's requests; released is closed when the
+	// releaser has returned.
+	requests atomic.Uint64
+	released chan struct{}
 
 	// mu guards links, first and closed.
 	mu     sync.Mutex
@@ -115,7 +126,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	if opts == nil || opts.Transport == nil || opts.Store == nil {
 		return nil, errors.New("proxy: Options.Transport and Options.Store are required")
 	}
-	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{}), swept: make(chan struct{})}
+	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{}), swept: make(chan struct{}), released: make(chan struct{})}
 	if p.opts.Tenant == "" {
 		p.opts.Tenant = "default"
 	}
@@ -176,6 +187,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	p.stop = stop
 	go p.refresher(rctx)
 	go p.sweeper(rctx)
+	go p.releaser(rctx)
 	return p, nil
 }
 
@@ -241,6 +253,7 @@ func (p *Proxy) Close() error {
 	p.stop()
 	<-p.done
 	<-p.swept
+	<-p.released
 	var errs []error
 	for _, l := range links {
 		if err := l.close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {

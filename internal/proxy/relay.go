@@ -16,6 +16,7 @@ import (
 // upstream) goes on to the SDK's own handling.
 func (p *Proxy) relayMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		p.requests.Add(1) // the releaser's sign of a burst
 		switch method {
 		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get", "logging/setLevel":
 		default:

@@ -207,6 +207,14 @@ func execute(ctx context.Context, c config, logw *os.File) (err error) {
 			if v, err := p.rss(); err == nil {
 				r.after[ct.name] = max(r.after[ct.name], v)
 			}
+			if c.profile != "" && p.pprof != "" {
+				// What the process still holds once the load is over.
+				for what, q := range map[string]string{"after.goroutine.txt": "goroutine?debug=1", "after.heap.pb.gz": "heap"} {
+					if err := download(ctx, p.pprof+q, filepath.Join(c.profile, p.name+"."+what)); err != nil {
+						logf("profile: %s %s: %v", p.name, what, err)
+					}
+				}
+			}
 		}
 	}
 	if r.checks, err = countPayments(ctx, id, c, turns, r.results); err != nil {

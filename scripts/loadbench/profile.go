@@ -13,7 +13,8 @@ import (
 
 // profiler fetches the profiles of a contender's processes during the
 // first slice it gets (see -profile): CPU, block and mutex over the
-// slice, goroutines half-way through it, and the heap at its end. A nil
+// slice, goroutines and memory statistics half-way through it, and the
+// heap at its end. A nil
 // profiler fetches nothing.
 type profiler struct {
 	dir  string
@@ -45,18 +46,19 @@ func (p *profiler) start(ctx context.Context, c contender, d time.Duration, logf
 				return
 			}
 			out := filepath.Join(p.dir, fmt.Sprintf("%s.%s.pb.gz", pr.name, what))
-			if what == "goroutine" {
-				out = filepath.Join(p.dir, pr.name+".goroutine.txt")
+			if what == "goroutine" || what == "memstats" {
+				out = filepath.Join(p.dir, pr.name+"."+what+".txt")
 			}
 			if err := download(ctx, pr.pprof+query, out); err != nil {
 				logf("profile: %s %s: %v", pr.name, what, err)
 			}
 		}
-		wg.Add(4)
+		wg.Add(5)
 		go fetch("cpu", fmt.Sprintf("profile?seconds=%d", secs), 0)
 		go fetch("block", fmt.Sprintf("block?seconds=%d", secs), 0)
 		go fetch("mutex", fmt.Sprintf("mutex?seconds=%d", secs), 0)
 		go fetch("goroutine", "goroutine?debug=1", d/2)
+		go fetch("memstats", "heap?debug=1", d/2) // ends with runtime.MemStats
 	}
 	return func() {
 		wg.Wait()

@@ -1,0 +1,51 @@
+package proxy
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+)
+
+// DefaultIdleRelease is how long a proxy goes without a host request
+// before it gives back the memory of the burst that came before.
+const DefaultIdleRelease = 5 * time.Second
+
+// releaser hands the memory a burst of requests left behind back to the
+// operating system once requests have stopped for Options.IdleRelease.
+// Go's collector runs as the program allocates (or every two minutes),
+// and an idle proxy allocates nothing: after serving 200 host sessions it
+// kept over 100 MB resident, as garbage, for minutes. One forced
+// collection at the end of each burst costs nothing while requests flow.
+func (p *Proxy) releaser(ctx context.Context) {
+	defer close(p.released)
+	every := p.opts.IdleRelease
+	if every == 0 {
+		every = DefaultIdleRelease
+	}
+	if every < 0 {
+		return
+	}
+	release := p.opts.Release
+	if release == nil {
+		release = debug.FreeOSMemory
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var seen uint64
+	busy := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := p.requests.Load(); n != seen {
+			seen, busy = n, true
+			continue
+		}
+		if busy {
+			busy = false
+			release()
+		}
+	}
+}
