@@ -226,7 +226,10 @@ func listenLoopback(addr string) (net.Listener, error) {
 // serveProxyHTTP serves streamable HTTP until ctx ends. It prints the
 // address on stderr, so that --listen 127.0.0.1:0 is usable by scripts.
 func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listener, session string) error {
-	srv := &http.Server{Handler: p.HTTPHandler(nil), ReadHeaderTimeout: 10 * time.Second}
+	// A host's idle keep-alive connection (between its requests, not an
+	// open event stream) is closed after a minute: each holds a goroutine
+	// and buffers for as long as the host keeps it.
+	srv := &http.Server{Handler: p.HTTPHandler(nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	// A host's event stream stays open as long as its session: close the
 	// sessions, each once its calls in flight have returned, so Shutdown
 	// can finish.

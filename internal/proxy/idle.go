@@ -27,7 +27,7 @@ func (p *Proxy) releaser(ctx context.Context) {
 	}
 	release := p.opts.Release
 	if release == nil {
-		release = debug.FreeOSMemory
+		release = freeMemory
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -48,4 +48,18 @@ func (p *Proxy) releaser(ctx context.Context) {
 			release()
 		}
 	}
+}
+
+// freeMemory closes the idle connections to the upstream, which an idle
+// proxy does not need (the next burst dials again), and returns what they
+// and the burst's garbage held to the operating system.
+func freeMemory() {
+	if t, ok := UpstreamTransport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+	// Twice: the first collection moves what sync.Pools hold (net/http's
+	// connection buffers among them) to their victim caches, and only the
+	// second frees it.
+	debug.FreeOSMemory()
+	debug.FreeOSMemory()
 }

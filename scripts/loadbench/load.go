@@ -242,7 +242,12 @@ func (s slice) run(ctx context.Context, hc *http.Client) (sliceResult, error) {
 	if err != nil {
 		return sliceResult{}, err
 	}
-	defer closeAll(cls)
+	defer func() {
+		closeAll(cls)
+		// Idle keep-alive connections would hold a goroutine and buffers
+		// in the server through the other contenders' slices.
+		hc.CloseIdleConnections()
+	}()
 	// One call each before the clock starts: a proxy connects its
 	// upstream session at a host session's first call. Warm-up calls
 	// count as paid like any other.
