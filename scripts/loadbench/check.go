@@ -31,18 +31,18 @@ func (c check) detail() string {
 			unanswered = append(unanswered, k)
 		}
 	}
-	return fmt.Sprintf("%d answered but not paid %s, %d paid but not answered with a result %s",
+	return fmt.Sprintf("%d answered but not paid%s, %d paid but not answered with a result%s",
 		len(unpaid), few(unpaid), len(unanswered), few(unanswered))
 }
 
 func few(keys []string) string {
-	if len(keys) == 0 {
+	switch {
+	case len(keys) == 0:
 		return ""
+	case len(keys) > 3:
+		return " (" + strings.Join(keys[:3], ", ") + ", …)"
 	}
-	if len(keys) > 3 {
-		return "(" + strings.Join(keys[:3], ", ") + ", …)"
-	}
-	return "(" + strings.Join(keys, ", ") + ")"
+	return " (" + strings.Join(keys, ", ") + ")"
 }
 
 // countPayments reads every slice's keys back from the payments tables.

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -135,7 +136,7 @@ func (c config) check() error {
 }
 
 // execute runs the whole benchmark and writes the report.
-func execute(ctx context.Context, c config, logw *os.File) (err error) {
+func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 	dir := c.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "loadbench-"); err != nil {
@@ -229,7 +230,11 @@ func execute(ctx context.Context, c config, logw *os.File) (err error) {
 	}
 	if len(bad) > 0 {
 		fmt.Fprint(logw, section)
-		return fmt.Errorf("loadbench: payments and answers differ (%s); nothing written: see the servers' logs in %s", strings.Join(bad, "; "), dir)
+		more := ""
+		if len(bad) > 2 {
+			bad, more = bad[:2], fmt.Sprintf("; %d more in the table above", len(bad)-2)
+		}
+		return fmt.Errorf("loadbench: payments and answers differ (%s%s); nothing written: see the servers' logs in %s", strings.Join(bad, "; "), more, dir)
 	}
 	doc, err := os.ReadFile(c.out)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
