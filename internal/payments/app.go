@@ -83,11 +83,11 @@ type App struct {
 	// payments writes the handlers' payments, in batches (see batch.go).
 	payments *writer
 	ledger   ledger.Store
-	guard     *server.Guard
-	down      *Downstream
-	disp      *outbox.Dispatcher
-	srv       *mcp.Server
-	log       *slog.Logger
+	guard    *server.Guard
+	down     *Downstream
+	disp     *outbox.Dispatcher
+	srv      *mcp.Server
+	log      *slog.Logger
 
 	closeOnce sync.Once
 	closeErr  error
@@ -231,7 +231,6 @@ func openLedger(ctx context.Context, where string) (ledger.Store, error) {
 
 // DB is the payments database (its write connection).
 func (a *App) DB() *sql.DB { return a.db }
-
 
 // Downstream is the receiver of payment.created.
 func (a *App) Downstream() *Downstream { return a.down }
