@@ -61,4 +61,10 @@
 // is a ledger session of its own, so two conversations calling the same
 // tool with the same arguments never get each other's replays. A host may
 // name its ledger session in the _meta of initialize (MetaSession).
+//
+// Resources: every host session holds an upstream session, and over
+// streamable HTTP their calls share one pool of upstream connections
+// (UpstreamTransport). Once host requests stop for Options.IdleRelease
+// the proxy closes the idle ones and returns the memory of the burst to
+// the operating system.
 package proxy
