@@ -106,14 +106,35 @@ func rssAfter(who string) func(map[string]map[string]outcome, map[string]int64) 
 	}
 }
 
+// cpuRatio is num's CPU per call answered over den's, all roles summed.
+func cpuRatio(scen, num, den string) func(map[string]map[string]outcome, map[string]int64) (float64, bool) {
+	return func(res map[string]map[string]outcome, _ map[string]int64) (float64, bool) {
+		n, ok1 := res[scen][num]
+		d, ok2 := res[scen][den]
+		if !ok1 || !ok2 || n.fresh.ok == 0 || d.fresh.ok == 0 {
+			return 0, false
+		}
+		per := func(o outcome) float64 {
+			return (o.cpu.clients + o.cpu.front + o.cpu.upstream).Seconds() / float64(o.fresh.ok)
+		}
+		if per(d) == 0 {
+			return 0, false
+		}
+		return per(n) / per(d), true
+	}
+}
+
 func perSec(s stats) float64     { return s.perSec }
+func p50(s stats) float64        { return float64(s.p50) }
 func p99(s stats) float64        { return float64(s.p99) }
 func times(v float64) string     { return fmt.Sprintf("%.2f×", v) }
 func megabytes(v float64) string { return fmt.Sprintf("%.0f MB", v/(1<<20)) }
 
 var goals = []goal{
 	{"proxy (SQLite) / guarded upstream, calls/s, 100 clients", ratioOf("closed", "proxy-sqlite", "guarded", perSec), times, ">= 0.8"},
+	{"what the CPU allows it: guarded upstream's CPU per call (clients and server) / the proxy's (clients, proxy, upstream)", cpuRatio("closed", "guarded", "proxy-sqlite"), times, ""},
 	{"proxy (SQLite) p99 / guarded upstream p99, 100 clients", ratioOf("closed", "proxy-sqlite", "guarded", p99), times, "<= 1.5"},
+	{"proxy (SQLite) p50 / guarded upstream p50, 100 clients (a closed loop's latency is its clients over its calls/s)", ratioOf("closed", "proxy-sqlite", "guarded", p50), times, ""},
 	{"guarded upstream p99 / its p50, 100 clients", tailOf("closed", "guarded"), times, "<= 10"},
 	{"proxy (SQLite) p99 / its p50, 100 clients", tailOf("closed", "proxy-sqlite"), times, "<= 10"},
 	{"proxy (PostgreSQL) / proxy (SQLite), calls/s, 100 clients", ratioOf("closed", "proxy-pg", "proxy-sqlite", perSec), times, ">= 0.7"},
