@@ -142,7 +142,21 @@ var goals = []goal{
 	{"proxy (PostgreSQL) RSS at 200 clients", rssIn("hot", "proxy-pg"), megabytes, "<= 100 MB"},
 	{"proxy (SQLite) RSS 30 s after the load", rssAfter("proxy-sqlite"), megabytes, "<= 60 MB"},
 	{"proxy (PostgreSQL) RSS 30 s after the load", rssAfter("proxy-pg"), megabytes, "<= 60 MB"},
+	{"calls answered with an error or isError (a FAILED or UNKNOWN key, a refusal), every scenario and contender", errorsIn, count, "<= 0"},
 }
+
+// errorsIn counts the calls of the run that did not get a result.
+func errorsIn(res map[string]map[string]outcome, _ map[string]int64) (float64, bool) {
+	n := 0
+	for _, byName := range res {
+		for _, o := range byName {
+			n += o.fresh.errors() + o.hot.errors()
+		}
+	}
+	return float64(n), len(res) > 0
+}
+
+func count(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 // met tells whether v meets target ("<= 1.5", ">= 0.8", "<= 100 MB").
 func met(target string, v float64) string {
