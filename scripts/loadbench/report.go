@@ -328,7 +328,10 @@ func errorsCell(t tally) string {
 		parts = append(parts, fmt.Sprintf("%d × %s", t.errs[k], strings.ReplaceAll(k, "|", "/")))
 	}
 	if t.shed > 0 {
-		parts = append(parts, fmt.Sprintf("%d shed (every client busy)", t.shed))
+		parts = append(parts, fmt.Sprintf("%d arrivals shed, every client busy", t.shed))
+	}
+	if n == 0 {
+		return "0; " + strings.Join(parts, "; ")
 	}
 	return fmt.Sprintf("%d: %s", n, strings.Join(parts, "; "))
 }
