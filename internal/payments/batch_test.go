@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/internal/payments"
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/server"
 )
 
 // Payments that share a batch (one transaction, a savepoint each) stay
@@ -86,6 +88,18 @@ func TestAbandonedPaymentIsNotWritten(t *testing.T) {
 	defer cancel()
 	if _, err := pay(sctx, second, "abandoned-1", 100, "dave"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a payment whose caller gave up = %v; want its deadline's error", err)
+	}
+	// The server learns of the cancellation on its own time; until its
+	// handler has given the payment up, the writer may still take it.
+	// The guard's record leaves PROCESSING when the handler returns.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	rec, err := app.Ledger().Wait(wctx, ledger.ID{Tenant: server.DefaultTenant, Layer: ledger.LayerServer, Tool: payments.ToolCreate, Key: "abandoned-1"})
+	if err != nil {
+		t.Fatalf("waiting for the abandoned call's record: %v", err)
+	}
+	if rec.State != ledger.StateRetryable {
+		t.Errorf("the abandoned call's record is %s; want %s (nothing ran)", rec.State, ledger.StateRetryable)
 	}
 	release()
 	if err := <-done; err == nil {
