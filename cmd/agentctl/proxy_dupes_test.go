@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/wire"
@@ -105,6 +108,70 @@ func TestProxyConcurrentDuplicatesAreReplays(t *testing.T) {
 						break
 					}
 				}
+			}
+		})
+	}
+}
+
+// The proxy's own ledger is locked after the upstream paid and before the
+// proxy records the answer: the proxy cannot say what happened, so a host
+// that sent its own key gets -31003 outcome_unknown naming the key (as a
+// key-aware server answers), and a host that did not gets an isError
+// result whose _meta error names the key and UNKNOWN; neither is a plain
+// tool error. One payment either way.
+func TestProxyLostLedgerWriteIsUnknownToTheHost(t *testing.T) {
+	_, payments := binaries(t)
+	for _, keyed := range []bool{true, false} {
+		name := map[bool]string{true: "host key", false: "proxy key"}[keyed]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "pay.db")
+			policy := filepath.Join(dir, "allow.json")
+			if err := os.WriteFile(policy, []byte(`{"version":1,"rules":[{"tool":"create_payment","action":"allow","note":"test"}]}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ledgerPath := filepath.Join(dir, "proxy.db")
+			env := append(proxyEnv(t), "MCPLEDGER_LEDGER="+ledgerPath)
+			url := listeningProxy(t, env, "--wait", "1s", "--policy", policy, "--", payments, "-db", db, "-fault", "handler-committed=sleep:3s")
+			host, _ := dialProxyHost(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+			p := &mcp.CallToolParams{Name: "create_payment", Arguments: payArgs}
+			if keyed {
+				p.Meta = mcp.Meta{wire.MetaKey: "lost-write"}
+			}
+			type answer struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				res, err := host.CallTool(context.Background(), p)
+				done <- answer{res, err}
+			}()
+			waitFor(t, "the payment", func() bool { return paymentsIn(t, db) == 1 })
+			holdLock(t, ledgerPath)
+			got := <-done
+			if keyed {
+				je, ok := errors.AsType[*jsonrpc.Error](got.err)
+				if !ok || je.Code != -31003 {
+					t.Fatalf("create_payment = %+v, %v; want JSON-RPC error -31003", got.res, got.err)
+				}
+				var data struct {
+					Reason, Key string
+				}
+				if err := json.Unmarshal(je.Data, &data); err != nil || data.Reason != "outcome_unknown" || data.Key != "lost-write" {
+					t.Errorf("-31003 data = %s (%v); want reason outcome_unknown and key lost-write", je.Data, err)
+				}
+			} else {
+				if got.err != nil || got.res == nil || !got.res.IsError {
+					t.Fatalf("create_payment = %+v, %v; want an isError result", got.res, got.err)
+				}
+				m, _ := got.res.Meta[wire.MetaError].(map[string]any)
+				if key, _ := m["key"].(string); m["state"] != "UNKNOWN" || key == "" {
+					t.Errorf("_meta error = %v; want state UNKNOWN and the key", got.res.Meta[wire.MetaError])
+				}
+			}
+			if n := paymentsIn(t, db); n != 1 {
+				t.Errorf("payments = %d; want 1", n)
 			}
 		})
 	}
