@@ -71,6 +71,10 @@ type Options struct {
 	// long-running proxy's ledger does not grow until someone runs
 	// agentctl ledger purge (DefaultSweepEvery when zero; negative: never).
 	SweepEvery time.Duration
+	// SweepLimit is the most records one sweep purges, so each does bounded
+	// work; the rest waits for the next (ledger.DefaultSweepLimit when
+	// zero).
+	SweepLimit int
 }
 
 // DefaultSweepEvery is the period of the proxy's purge of expired records.
@@ -204,12 +208,20 @@ func (p *Proxy) sweeper(ctx context.Context) {
 }
 
 // Sweep purges the settled records whose retention has ended (every
-// layer's: purging is ledger-wide maintenance, as for the server guard)
-// and returns how many. Errors are logged: the next pass tries again.
+// layer's: purging is ledger-wide maintenance, as for the server guard),
+// at most Options.SweepLimit of them, and returns how many. Errors are
+// logged: the next pass tries again.
 func (p *Proxy) Sweep(ctx context.Context) int {
-	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: time.Now()})
+	limit := p.opts.SweepLimit
+	if limit <= 0 {
+		limit = ledger.DefaultSweepLimit
+	}
+	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: time.Now(), Limit: limit})
 	if err != nil && ctx.Err() == nil {
-		p.log.Warn("purging expired records", "err", err)
+		p.log.Warn("purging expired records failed; the next sweep tries again", "err", err)
+	}
+	if n >= limit {
+		p.log.Warn("more records past retention than one sweep purges; the rest go at the next sweeps", "purged", n)
 	}
 	return n
 }
