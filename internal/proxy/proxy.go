@@ -75,6 +75,9 @@ type Options struct {
 	// work; the rest waits for the next (ledger.DefaultSweepLimit when
 	// zero).
 	SweepLimit int
+	// Now is the clock of the sweeps, which purge what expired by it
+	// (time.Now when nil); give the Store the same clock.
+	Now func() time.Time
 }
 
 // DefaultSweepEvery is the period of the proxy's purge of expired records.
@@ -216,7 +219,11 @@ func (p *Proxy) Sweep(ctx context.Context) int {
 	if limit <= 0 {
 		limit = ledger.DefaultSweepLimit
 	}
-	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: time.Now(), Limit: limit})
+	now := time.Now
+	if p.opts.Now != nil {
+		now = p.opts.Now
+	}
+	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: now(), Limit: limit})
 	if err != nil && ctx.Err() == nil {
 		p.log.Warn("purging expired records failed; the next sweep tries again", "err", err)
 	}
