@@ -24,15 +24,15 @@ import (
 func init() { register(newCallCmd) }
 
 type callFlags struct {
-	up      upstream
-	session string
-	key     string
-	keySet  bool // --key was given, even empty: an empty key is an invalid key
-	newKey  bool
-	yes     bool
-	args    string
-	policy  string
-	timeout time.Duration
+	up       upstream
+	session  string
+	key      string
+	keySet   bool // --key was given, even empty: an empty key is an invalid key
+	newKey   bool
+	yes      bool
+	args     string
+	policy   string
+	timeout  time.Duration
 	waitFor  time.Duration // --wait-approval
 	durable  string        // --durability
 	progress string        // --progress
