@@ -34,6 +34,18 @@ type ptyRun struct {
 
 func startPTY(t *testing.T, bin string, env []string, cols int, args ...string) *ptyRun {
 	t.Helper()
+	return startOnPTY(t, bin, env, cols, true, args...)
+}
+
+// startPTYOutput is startPTY with stdin not the terminal (no one types):
+// stdout and stderr are the terminal.
+func startPTYOutput(t *testing.T, bin string, env []string, cols int, args ...string) *ptyRun {
+	t.Helper()
+	return startOnPTY(t, bin, env, cols, false, args...)
+}
+
+func startOnPTY(t *testing.T, bin string, env []string, cols int, input bool, args ...string) *ptyRun {
+	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
@@ -46,6 +58,10 @@ func startPTY(t *testing.T, bin string, env []string, cols int, args ...string) 
 	cmd.Env = append([]string{"TERM=xterm"}, env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if !input {
+		cmd.Stdin = nil // /dev/null
+		cmd.SysProcAttr.Ctty = 1
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +70,22 @@ func startPTY(t *testing.T, bin string, env []string, cols int, args ...string) 
 	go func() {
 		defer close(r.done)
 		buf := make([]byte, 4096)
+		answered := 0
 		for {
 			n, err := ptmx.Read(buf)
 			r.mu.Lock()
 			r.text.Write(buf[:n])
+			// Answer the terminal queries a real terminal answers (the
+			// background colour and the cursor position, which the
+			// terminal UI library asks at start), or the run waits out
+			// their timeout.
+			asked := strings.Count(r.text.String(), "\x1b[6n")
 			r.mu.Unlock()
+			for ; answered < asked; answered++ {
+				if _, err := ptmx.Write([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R")); err != nil {
+					break
+				}
+			}
 			select {
 			case r.more <- struct{}{}:
 			default:
@@ -145,10 +172,19 @@ func wideLines(screen string, cols int) []string {
 	return wide
 }
 
-// stripANSI removes CSI escape sequences (colours, erase line).
+// stripANSI removes CSI escape sequences (colours, erase line) and OSC
+// ones (terminal queries).
 func stripANSI(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == ']' {
+			end := strings.Index(s[i:], "\x1b\\")
+			if end < 0 {
+				break
+			}
+			i += end + 1
+			continue
+		}
 		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
 			j := i + 2
 			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {

@@ -137,6 +137,7 @@ approval, 130 interrupted (nothing final recorded).`,
 	// Every Use line already shows its flags the way DESIGN.md writes them.
 	walk(root, func(c *cobra.Command) { c.DisableFlagsInUseLine = true })
 	walk(root, a.hideEnvDefaults)
+	a.setHelp(root)
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	return root
 }
