@@ -73,7 +73,8 @@ command twice in one terminal replays it.
 A tool the policy marks sensitive (by default names with pay, send, delete,
 transfer, publish ... and destructive tools) asks for confirmation on the
 terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
---yes approves; with no one to ask the call is denied.`,
+--yes approves; with no one to ask nothing runs, the record is REJECTED and
+the command exits 2; the same command with --yes (and the same --key) runs it.`,
 		Args: usageArgs(1, -1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			if err := a.progressMode(f.progress); err != nil {
