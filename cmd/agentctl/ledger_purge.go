@@ -107,7 +107,11 @@ func (a *app) purge(ctx context.Context, f *purgeFlags) error {
 		}
 		writePreview(a.io.Err, pv)
 		fmt.Fprintf(a.io.Err, "purge these %d records? [y/N] ", pv.Total())
-		answer, err := bufio.NewReader(a.io.In).ReadString('\n')
+		answer, err := readAnswer(ctx, a.io.In)
+		if ctx.Err() != nil {
+			fmt.Fprintln(a.io.Err)
+			return exitf(exitInterrupted, "interrupted at the question; nothing purged; run it again to be asked again, or pass --yes")
+		}
 		if err != nil && answer == "" {
 			return exitf(exitInterrupted, "nothing purged: no answer came (stdin closed); run it again and answer y, or pass --yes")
 		}
@@ -123,6 +127,26 @@ func (a *app) purge(ctx context.Context, f *purgeFlags) error {
 		return err
 	}
 	return a.printPurge(pv, n, false)
+}
+
+// readAnswer reads one line from in, or gives up when ctx ends (Ctrl-C
+// at the question: the signal is the context's, the read would block).
+func readAnswer(ctx context.Context, in io.Reader) (string, error) {
+	type line struct {
+		s   string
+		err error
+	}
+	got := make(chan line, 1)
+	go func() {
+		s, err := bufio.NewReader(in).ReadString('\n')
+		got <- line{s, err}
+	}()
+	select {
+	case l := <-got:
+		return l.s, l.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // printPurge says what was purged, or with dryRun what would be.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +42,24 @@ func TestLedgerPurgeAsksOnATerminal(t *testing.T) {
 	again := startPTY(t, agentctl, environ, 80, "ledger", "purge")
 	if code, screen := again.exit(); code != exitOK || strings.Contains(screen, "[y/N]") {
 		t.Errorf("with nothing to purge: exit %d, screen %q; want no question", code, screen)
+	}
+}
+
+// Ctrl-C at the question purges nothing and exits 130.
+func TestLedgerPurgeInterruptedAtTheQuestion(t *testing.T) {
+	agentctl, _ := binaries(t)
+	path, env := ledgerEnv(t)
+	seedMixed(t, path, time.Now().Add(-48*time.Hour))
+	r := startPTY(t, agentctl, []string{"MCPLEDGER_LEDGER=" + path, "HOME=" + env["HOME"]}, 80, "ledger", "purge")
+	r.waitFor("[y/N]")
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	code, screen := r.exit()
+	if code != exitInterrupted || !strings.Contains(screen, "nothing purged") {
+		t.Errorf("Ctrl-C at the question: exit %d, screen %q; want %d, nothing purged", code, screen, exitInterrupted)
+	}
+	if r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-1"}); r.State != ledger.StateSucceeded {
+		t.Errorf("order-1 after Ctrl-C = %s; want it kept", r.State)
 	}
 }
