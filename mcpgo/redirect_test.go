@@ -57,7 +57,9 @@ func TestHTTPClientRefusesCrossHostRedirects(t *testing.T) {
 	// The same host: followed.
 	var hits atomic.Int64
 	mux := http.NewServeMux()
-	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/new", http.StatusTemporaryRedirect) })
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/new", http.StatusTemporaryRedirect)
+	})
 	mux.HandleFunc("/new", func(w http.ResponseWriter, r *http.Request) { hits.Add(1); w.WriteHeader(http.StatusNoContent) })
 	same := httptest.NewServer(mux)
 	t.Cleanup(same.Close)
