@@ -33,7 +33,6 @@ var (
 	decodeArgs  = caller.DecodeArgs
 	callKey     = caller.KeyOf
 	traceParent = caller.TraceParent
-	jsonKind    = caller.JSONKind
 	errNoKey    = caller.ErrNoKey
 )
 
