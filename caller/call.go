@@ -130,7 +130,7 @@ func (c *Caller[P, R]) plan(ctx context.Context, op *operation[P]) (*Outcome[R],
 	}
 	op.decision = v.Decision
 	switch {
-	case v.Record != nil && v.Decision != planner.New:
+	case v.Record != nil && v.Decision != planner.Run:
 		c.log.Info("re-planned call matched", "tool", op.name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
 		op.id.Key = v.Record.Key
 		o, err, again := c.settle(ctx, op, v.Record)

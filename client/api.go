@@ -95,10 +95,10 @@ func Failed(rep ledger.Report, err error) error { return caller.Failed(rep, err)
 // (caller.StateOf).
 func StateOf(err error) (ledger.State, bool) { return caller.StateOf(err) }
 
-// Replay decodes a finished record's result and adds the replay marker to
+// ReplayResult decodes a finished record's result and adds the replay marker to
 // its _meta. Apart from that one _meta entry the result marshals to the
 // stored JSON.
-func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	res, err := codec{}.Decode(rec.Result)
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ type Options struct {
 	Layer string
 
 	// Guard decides whether calls of a tool without an explicit Tools entry
-	// need a key. Nil means DefaultGuard: every tool not annotated
+	// need a key. Nil means GuardedByDefault: every tool not annotated
 	// readOnlyHint.
 	Guard func(tool *mcp.Tool) bool
 
@@ -100,9 +100,9 @@ type Options struct {
 // needed even when the tool is annotated read-only).
 type ToolPolicy = ledger.ToolSettings
 
-// DefaultGuard requires a key for every tool not annotated readOnlyHint.
+// GuardedByDefault requires a key for every tool not annotated readOnlyHint.
 // Annotations are the server's own, so they are trusted here.
-func DefaultGuard(tool *mcp.Tool) bool {
+func GuardedByDefault(tool *mcp.Tool) bool {
 	return tool.Annotations == nil || !tool.Annotations.ReadOnlyHint
 }
 
@@ -113,7 +113,7 @@ func (o *Options) withDefaults() Options {
 		c = *o
 	}
 	if c.Guard == nil {
-		c.Guard = DefaultGuard
+		c.Guard = GuardedByDefault
 	}
 	if c.Layer == "" {
 		c.Layer = ledger.LayerServer

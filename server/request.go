@@ -33,7 +33,7 @@ var (
 	decodeArgs  = caller.DecodeArgs
 	callKey     = caller.KeyOf
 	traceParent = caller.TraceParent
-	errNoKey    = caller.ErrNoKey
+	errNoKey    = caller.ErrKeyRequired
 )
 
 const keyHelp = caller.KeyHelp
