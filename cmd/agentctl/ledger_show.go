@@ -71,11 +71,7 @@ func (a *app) showRecord(r *ledger.Record) error {
 		t.row("lease until", timeText(r.LeaseUntil))
 	}
 	if ap := r.Approval; ap != nil {
-		text := fmt.Sprintf("%s by %s at %s", ap.Decision, orDash(ap.By), timeText(ap.At))
-		if ap.Reason != "" {
-			text += ": " + ap.Reason
-		}
-		t.row("approval", text)
+		t.row("approval", ap.Text())
 	}
 	if r.ErrorKind != "" || r.ErrorMessage != "" {
 		t.row("error", fmt.Sprintf("%s: %s", orDash(r.ErrorKind), r.ErrorMessage))

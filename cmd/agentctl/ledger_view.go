@@ -22,8 +22,11 @@ type inspectedEvents struct {
 	ledger.EventLog
 }
 
-// inspect wraps st for the commands that only show records.
+// inspect wraps st for the commands that only show records: redacted, and
+// as they read now (an approval whose expiry passed is REJECTED, not a
+// call that still waits; see ledger.AsRead).
 func inspect(st ledger.Store) ledger.Store {
+	st = ledger.AsReadStore(st, nil)
 	if el, ok := st.(ledger.EventLog); ok {
 		return inspectedEvents{inspected{st}, el}
 	}

@@ -89,6 +89,9 @@ func New(opts Options) (*Console, error) {
 	if opts.Token == "" {
 		opts.Token = randomToken()
 	}
+	// A person reads records as they stand now: an approval whose expiry
+	// passed is REJECTED on every page, and cannot be approved.
+	opts.Store = ledger.AsReadStore(opts.Store, opts.Now)
 	c := &Console{opts: opts, csrf: randomToken(), mux: http.NewServeMux()}
 	if err := c.parse(); err != nil {
 		return nil, err
@@ -112,10 +115,13 @@ func New(opts Options) (*Console, error) {
 
 func (c *Console) parse() error {
 	funcs := template.FuncMap{
-		"stamp":      stamp,
-		"lower":      func(s ledger.State) string { return strings.ToLower(string(s)) },
-		"query":      query,
-		"link":       func(r *ledger.Record) template.URL { return recordLink(r.ID) },
+		"stamp": stamp,
+		"lower": func(s ledger.State) string { return strings.ToLower(string(s)) },
+		"query": query,
+		"link":  func(r *ledger.Record) template.URL { return recordLink(r.ID) },
+		"standingLink": func(r *ledger.Record, s *ledger.Standing) template.URL {
+			return recordLink(ledger.ID{Tenant: r.Tenant, Layer: s.Layer, Tool: s.Tool, Key: s.Key})
+		},
 		"rowid":      func(r *ledger.Record) string { return rowID(r.ID) },
 		"percent":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 		"short":      func(s string, n int) string { return ledger.OneLine(s, n) },
