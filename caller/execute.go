@@ -34,10 +34,10 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 	}
 	traceID, spanID := telemetry.IDs(ctx)
 	req := ledger.ClaimRequest{
-		ID:            op.id,
-		Session:       c.opts.Session,
-		Fingerprint:   op.fp,
-		Arguments:     redacted,
+		ID:          op.id,
+		Session:     c.opts.Session,
+		Fingerprint: op.fp,
+		Arguments:   redacted,
 		// A call a standing approval lets through is approved on its own
 		// record, so the record says which approval ran it.
 		NeedsApproval: ask || verdict == confirm.Deny || standing != nil,
