@@ -31,8 +31,8 @@ type Line struct {
 	Prev string `json:"prev"`
 	Kind string `json:"kind"`
 
-	Header   *Header        `json:"header,omitempty"`
-	Record   *ledger.Record `json:"record,omitempty"`
+	Header    *Header        `json:"header,omitempty"`
+	Record    *ledger.Record `json:"record,omitempty"`
 	Timeline  []Entry        `json:"timeline,omitempty"`
 	End       *End           `json:"end,omitempty"`
 	Signature *Signature     `json:"signature,omitempty"`
