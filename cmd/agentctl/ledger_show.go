@@ -28,6 +28,11 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Show is asked for the payload: one it cannot decrypt ends
+			// the command (exit 2) with the key id it needs.
+			if err := unreadable(c.Context(), st, recs); err != nil {
+				return err
+			}
 			for i, r := range recs {
 				if a.json {
 					if err := a.printJSON(r); err != nil {
