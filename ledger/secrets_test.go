@@ -59,6 +59,13 @@ var secretCorpus = []secretCase{
 	{"azure connection string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=bXlrZXk9PQ==;EndpointSuffix=core", []string{"bXlrZXk9PQ=="}},
 	{"json inside a string", `{"user":"ann","token":"tk-77-secret"}`, []string{"tk-77-secret"}},
 	{"cookie header", "Cookie: sessionid=abc123xyz789", []string{"abc123xyz789"}},
+	// Shapes the hand-written table let through, found by gitleaks' rules.
+	{"digitalocean", "doctl auth init -t dop_v1_3f9a1c7e5b2d8f4a6c0e9b7d1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a now", []string{"3f9a1c7e5b2d8f4a6c0e9b7d1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a"}},
+	{"doppler", "DOPPLER dp.pt.Q7wK2mX9vB4nR1sT6yU3iO8pA5dF0gH2jL4zX7cV9bN1m3 set", []string{"Q7wK2mX9vB4nR1sT6yU3iO8pA5dF0gH2jL4zX7cV9bN1m3"}},
+	{"shopify", "X-Shopify-Access-Token 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", []string{"9b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a"}},
+	{"linear", "linear key lin_api_Q7wK2mX9vB4nR1sT6yU3iO8pA5dF0gH2jL4zX7cV9 here", []string{"Q7wK2mX9vB4nR1sT6yU3iO8pA5dF0gH2jL4zX7cV9"}},
+	{"1password", "secret key A3-Q7WK2M-X9VB4NR1STY-6U3IO-8PA5D-F0GH2 for the vault", []string{"Q7WK2M-X9VB4NR1STY-6U3IO-8PA5D-F0GH2"}},
+	{"databricks", "DATABRICKS_HOST=x dapi3f9a1c7e5b2d8f4a6c0e9b7d1f3a5c7e ok", []string{"3f9a1c7e5b2d8f4a6c0e9b7d1f3a5c7e"}},
 }
 
 // clearText is text that looks close to a secret and must be kept.
