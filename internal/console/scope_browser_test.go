@@ -132,3 +132,48 @@ func (r *rig) tenantClient(t *testing.T, tenant string) *client.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// An approval whose expiry passed reads REJECTED on every page at once,
+// before any sweep writes it so, and cannot be approved.
+func TestConsoleExpiredApprovalInBrowser(t *testing.T) {
+	r := newRig(t)
+	bg := context.Background()
+	if _, err := r.agent.Call(client.WithKey(bg, "pay-old"), call("create_payment", map[string]any{"payee": "acme", "amount_cents": 5})); !errors.Is(err, client.ErrAwaitingApproval) {
+		t.Fatalf("queue pay-old = %v", err)
+	}
+	// Two days later: past the default expiry of a day.
+	later := func() time.Time { return time.Now().Add(48 * time.Hour) }
+	con, err := console.New(console.Options{Store: r.st, Tenant: "default", Who: "ana", Policy: r.policy, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(con)
+	t.Cleanup(web.Close)
+	ctx := browser(t)
+	row := `tr[data-id="default/client/create_payment/pay-old"]`
+	run(t, ctx, "open the approvals", chromedp.Navigate(web.URL+"/approvals?token="+con.Token()), chromedp.WaitVisible(css(`#queue`)))
+	if n := rows(t, ctx, row); n != 0 {
+		t.Errorf("the approvals page lists the expired pay-old")
+	}
+	if c := text(t, ctx, "#pending-count"); c != "0" {
+		t.Errorf("pending count = %q; want 0", c)
+	}
+	run(t, ctx, "open the records", chromedp.Navigate(web.URL+"/"), chromedp.WaitVisible(css(row)))
+	if s := text(t, ctx, row+" .state"); s != string(ledger.StateRejected) {
+		t.Errorf("records page shows pay-old %q; want REJECTED", s)
+	}
+	run(t, ctx, "filter rejected", chromedp.Navigate(web.URL+"/?state=rejected"), chromedp.WaitVisible(css(`#records`)))
+	if n := rows(t, ctx, "#records "+row); n != 1 {
+		t.Errorf("state=rejected shows pay-old %d times; want once", n)
+	}
+	submit(t, ctx, "open pay-old", row+` a[href*="key=pay-old"]`)
+	if s := text(t, ctx, "#state"); s != string(ledger.StateRejected) {
+		t.Errorf("record page state = %q; want REJECTED", s)
+	}
+	if n := rows(t, ctx, "form.approve"); n != 0 {
+		t.Errorf("the record page of an expired approval offers %d approve forms", n)
+	}
+	if rec := r.get(t, ledger.LayerClient, "create_payment", "pay-old"); rec.State != ledger.StatePendingApproval {
+		t.Errorf("stored pay-old = %s; reading must write nothing", rec.State)
+	}
+}
