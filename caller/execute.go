@@ -51,7 +51,9 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 	}
 	return c.claim(ctx, op, req, func(rec *ledger.Record) (*Outcome[R], error) {
 		if rec.State == ledger.StatePendingApproval && standing != nil {
-			after, err := c.lc.Settle(ctx, ledger.LeaseOf(rec), rec.State, ledger.Report{On: ledger.OnApprove, Approval: ledger.StandingFrom(standing, rec, c.opts.Now())})
+			ap := ledger.StandingFrom(standing, rec, c.opts.Now())
+			ap.Requester = c.requester()
+			after, err := c.lc.Settle(ctx, ledger.LeaseOf(rec), rec.State, ledger.Report{On: ledger.OnApprove, Approval: ap})
 			if err != nil {
 				return nil, c.fail(op, rec, fmt.Errorf("client: record the standing approval for %s: %w", op.name, err))
 			}

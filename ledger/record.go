@@ -115,7 +115,8 @@ const ViaStanding = "standing"
 // StandingFrom is the approval a call (record rec) gets from the standing
 // approval on src, at now: approved once, by whoever gave the standing
 // approval, bound to rec's fingerprint and to the standing approval's
-// policy version and expiry, with a reference to src.
+// policy version and expiry, with a reference to src. Requester is src's;
+// the caller sets the requester of rec's call.
 func StandingFrom(src, rec *Record, now time.Time) *Approval {
 	ap := src.Approval
 	return &Approval{
