@@ -16,7 +16,8 @@ func TestExpiredApprovalReadsRejected(t *testing.T) {
 	// Queued an hour ago under a lease long gone.
 	seedLedger(t, path, time.Now().Add(-time.Hour),
 		seedRecord{tool: "create_payment", key: "q-old", state: ledger.StatePendingApproval},
-		seedRecord{tool: "create_payment", key: "q-done", state: ledger.StateSucceeded, result: `{"content":[]}`})
+		seedRecord{tool: "create_payment", key: "q-done", state: ledger.StateSucceeded, result: `{"content":[]}`},
+		seedRecord{tool: "create_payment", key: "q-no", state: ledger.StateDenied})
 	seedLedger(t, path, time.Now(), seedRecord{tool: "create_payment", key: "q-new", state: ledger.StatePendingApproval})
 
 	list := inProcess(t, env, nil, "--json", "ledger", "list")
@@ -50,6 +51,7 @@ func TestExpiredApprovalReadsRejected(t *testing.T) {
 	}
 	inProcess(t, env, nil, "ledger", "approve", "q-old").wantExit(t, exitUsage, "key q-old awaits no approval", "is REJECTED", "its approval expired at")
 	inProcess(t, env, nil, "ledger", "deny", "q-done", "--reason", "x").wantExit(t, exitUsage, "key q-done awaits no approval", "is SUCCEEDED")
+	inProcess(t, env, nil, "ledger", "approve", "q-no").wantExit(t, exitUsage, "key q-no awaits no approval", "is DENIED", "denied by seed")
 	if got := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "q-old"}); got.State != ledger.StatePendingApproval {
 		t.Errorf("stored q-old = %s; reading must write nothing", got.State)
 	}

@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +92,73 @@ func sep(path string) string {
 		return "&"
 	}
 	return "?"
+}
+
+// Alone, agentctl ui prints a URL with the one token, and what is decided
+// in the console is recorded under the OS account, whatever USER says.
+func TestUIAloneRecordsTheOSAccount(t *testing.T) {
+	e := newE2E(t)
+	path := filepath.Join(e.dir, "ledger.db")
+	seedLedger(t, path, time.Now(), seedRecord{tool: "create_payment", key: "q-1", state: ledger.StatePendingApproval})
+	// seedLedger's queued record is held by a prompt's owner: make it a
+	// queued call a person decides.
+	queueIt(t, path, "q-1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.agentctl, "ui")
+	cmd.Env = append(append([]string{}, e.env...), "USER=mallory")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url = strings.TrimSpace(url)
+	base, _, _ := strings.Cut(url, "?")
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(strings.Replace(url, "/?", "/approvals?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("approvals page = %d without a form: %s", resp.StatusCode, page)
+	}
+	form := neturl.Values{"csrf": {string(m[1])}, "tenant": {"default"}, "layer": {"client"}, "tool": {"create_payment"}, "key": {"q-1"}, "reason": {"checked"}}
+	req, err := http.NewRequest(http.MethodPost, base+"approve", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if resp, err = c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "q-1"})
+	if ap := r.Approval; ap == nil || ap.By != osAccount() || ap.Via != "console" {
+		t.Errorf("q-1 approval = %+v; want by %s in the console (not mallory)", r.Approval, osAccount())
+	}
+}
+
+// queueIt makes the PENDING_APPROVAL record key a queued call (its owner
+// the queue's, as a policy's "queue" leaves it).
+func queueIt(t *testing.T, path, key string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE records SET owner = ? WHERE key = ?`, ledger.QueueOwner(false, "v1", "agent"), key); err != nil {
+		t.Fatal(err)
+	}
 }
