@@ -59,10 +59,17 @@ var ErrKeyMismatch = fmt.Errorf("%w: the ledger key does not match", ErrNoKey)
 // sealed payloads (ledger/sqlite and ledger/postgres implement it; reach it
 // under wrappers with Unwrap).
 type SealedProbe interface {
-	// SealedKeyID returns the key id that one sealed payload of the store
-	// names, of any tenant, or "" when it holds none.
+	// SealedKeyID returns the key id that one sealed payload among the
+	// store's newest SealedProbeWindow records names, of any tenant, or ""
+	// when they hold none. A process with a key seals every record it
+	// writes, so the newest records tell, at a cost that does not grow
+	// with the ledger.
 	SealedKeyID(ctx context.Context) (string, error)
 }
+
+// SealedProbeWindow is how many of the newest records a SealedProbe looks
+// at.
+const SealedProbeWindow = 1000
 
 // KeyRing is the optional part of a Codec that names the keys it holds
 // (aesgcm.Keyring), so a key that does not match a ledger is told apart
