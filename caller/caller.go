@@ -297,7 +297,7 @@ func (c *Caller[P, R]) confirmTool(name string, t *Tool) confirm.Tool {
 	if t == nil {
 		return confirm.Tool{Name: name, Server: server}
 	}
-	t.once.Do(func() { t.conf = confirm.Tool{Name: name, Annotations: t.Hints.Annotations()} })
+	t.once.Do(func() { t.conf = confirm.Tool{Name: name, Hints: t.Hints} })
 	ct := t.conf
 	ct.Server = server
 	return ct

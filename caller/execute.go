@@ -158,7 +158,7 @@ func (c *Caller[P, R]) ask(ctx context.Context, op *operation[P], rec *ledger.Re
 	return asker.Confirm(ctx, confirm.Request{
 		Tenant: op.id.Tenant, Session: c.opts.Session, Server: c.serverName(),
 		Tool: op.name, Key: op.id.Key, Arguments: args,
-		Annotations: c.confirmTool(op.name, op.tool).Annotations, Earlier: mine,
+		Hints: c.confirmTool(op.name, op.tool).Hints, Earlier: mine,
 	})
 }
 

@@ -14,12 +14,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	mgclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mgmcp "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/client"
@@ -33,12 +35,13 @@ import (
 )
 
 // The parity test: one table of scenarios, run through every adapter of
-// the one caller (package client on go-sdk, package mcpgo on mcp-go, and
-// the proxy in front of the same upstream, asked by a bare go-sdk host
-// that sends its own key), each on a ledger of its own. Every adapter
-// must leave the same state in its ledger, answer with the same state,
-// exit code and model text, and run the tool as often; the proxy's wire
-// answer must be its state's row.
+// the one caller (package client's wrapper on go-sdk, package mcpgo on
+// mcp-go, the proxy in front of the same upstream, asked by a bare go-sdk
+// host that sends its own key, and package client's middleware under a
+// runtime's own go-sdk session), each on a ledger of its own. Every
+// adapter must leave the same state in its ledger, answer with the same
+// state, exit code and model text, and run the tool as often; the wire
+// answers of the proxy and the middleware must be their state's row.
 
 // payServer is an upstream that knows nothing of keys: pay counts its
 // executions, and the next response can be made to go missing after the
@@ -118,23 +121,28 @@ type adapter struct {
 	// it refuses a tool the upstream does not list at its door (-32602),
 	// before its ledger.
 	mirrors bool
-	start   func(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(ctx context.Context, tool, key string, args map[string]any) (answer, error)
+	start   func(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(ctx context.Context, tool, key string, args map[string]any) (answer, error)
 }
 
 var parityRetry = &retry.Policy{MaxAttempts: 3, InitialInterval: 1, MaxInterval: 1}
+
+// parityWait bounds how long an adapter waits on a call another owner
+// holds, so a walk through PROCESSING ends quickly.
+const parityWait = 150 * time.Millisecond
 
 var adapters = []adapter{
 	{name: "client", layer: ledger.LayerClient, start: startClient},
 	{name: "mcpgo", layer: ledger.LayerClient, start: startMCPGo},
 	{name: "proxy", layer: ledger.LayerProxy, mirrors: true, start: startProxy},
+	{name: "middleware", layer: ledger.LayerClient, start: startMiddleware},
 }
 
-func startClient(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(context.Context, string, string, map[string]any) (answer, error) {
+func startClient(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 		tr := &mcp.StreamableClientTransport{Endpoint: ps.url, MaxRetries: -1}
 		return mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx, tr, nil)
 	}
-	c, err := client.Dial(t.Context(), connect, st, &client.Options{Retry: parityRetry, Policy: policy, Session: "parity"})
+	c, err := client.Dial(t.Context(), connect, st, &client.Options{Retry: parityRetry, Policy: policy, Session: "parity", InProgressWait: parityWait, MeterProvider: mp})
 	if err != nil {
 		t.Fatalf("client.Dial: %v", err)
 	}
@@ -148,7 +156,7 @@ func startClient(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.P
 	}
 }
 
-func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(context.Context, string, string, map[string]any) (answer, error) {
+func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
 	connect := func(ctx context.Context) (*mgclient.Client, error) {
 		h, err := transport.NewStreamableHTTP(ps.url)
 		if err != nil {
@@ -167,7 +175,7 @@ func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Po
 		}
 		return mc, nil
 	}
-	c, err := mcpgo.Dial(t.Context(), connect, st, &mcpgo.ClientOptions{Retry: parityRetry, Policy: policy, Session: "parity"})
+	c, err := mcpgo.Dial(t.Context(), connect, st, &mcpgo.ClientOptions{Retry: parityRetry, Policy: policy, Session: "parity", InProgressWait: parityWait, MeterProvider: mp})
 	if err != nil {
 		t.Fatalf("mcpgo.Dial: %v", err)
 	}
@@ -193,13 +201,13 @@ func startMCPGo(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Po
 // startProxy puts the proxy in front of the upstream and answers from what
 // a host that sends its own key sees on the wire: a result, or the
 // JSON-RPC error of the call's state.
-func startProxy(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy) func(context.Context, string, string, map[string]any) (answer, error) {
+func startProxy(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
 	p, err := proxy.New(t.Context(), &proxy.Options{
 		Transport: func(context.Context) (mcp.Transport, error) {
 			return &mcp.StreamableClientTransport{Endpoint: ps.url, MaxRetries: -1}, nil
 		},
 		Store: st, Policy: policy, Session: "parity",
-		Client: &client.Options{Retry: parityRetry},
+		Client: &client.Options{Retry: parityRetry, InProgressWait: parityWait, MeterProvider: mp},
 	})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
@@ -215,47 +223,75 @@ func startProxy(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Po
 	}
 	t.Cleanup(func() { host.Close() })
 	return func(ctx context.Context, tool, key string, args map[string]any) (answer, error) {
-		res, err := host.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta{wire.MetaKey: key}})
-		if err != nil {
-			var je *jsonrpc.Error
-			if !errors.As(err, &je) {
-				return answer{}, fmt.Errorf("the proxy answered no JSON-RPC error: %w", err)
-			}
-			var d wire.ErrorData
-			if len(je.Data) > 0 {
-				if err := json.Unmarshal(je.Data, &d); err != nil {
-					return answer{}, fmt.Errorf("error data %s: %w", je.Data, err)
-				}
-			}
-			a := answer{Kind: "error", State: ledger.State(d.State), Text: je.Message}
-			switch {
-			case je.Code == wire.CodeKeyReused:
-				a.State = ""
-			case a.State == "" && je.Code == jsonrpc.CodeInvalidParams:
-				a.State, a.Protocol = ledger.StateRejected, true
-			}
-			if a.State != "" {
-				a.Exit = ledger.RowOf(a.State).Exit
-				if row := ledger.RowOf(a.State); row.Code != 0 && row.Code != je.Code {
-					return answer{}, fmt.Errorf("the proxy answered %s with code %d; its row says %d", a.State, je.Code, row.Code)
-				}
-			}
-			return a, nil
+		return wireAnswer(host.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta{wire.MetaKey: key}}))
+	}
+}
+
+// startMiddleware adds the client middleware to a go-sdk client and
+// answers from what the runtime's own session.CallTool returns, which must
+// read as a key-aware server's answer: a result, or the JSON-RPC error of
+// the call's state.
+func startMiddleware(t *testing.T, ps *payServer, st ledger.Store, policy *confirm.Policy, mp metric.MeterProvider) func(context.Context, string, string, map[string]any) (answer, error) {
+	mw := client.NewMiddleware(st, &client.Options{Retry: parityRetry, Policy: policy, Session: "parity", InProgressWait: parityWait, MeterProvider: mp})
+	t.Cleanup(func() { mw.Close() })
+	mc := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil)
+	mc.AddSendingMiddleware(mw.Wrap)
+	session, err := mc.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: ps.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return func(ctx context.Context, tool, key string, args map[string]any) (answer, error) {
+		return wireAnswer(session.CallTool(client.WithKey(ctx, key), &mcp.CallToolParams{Name: tool, Arguments: args}))
+	}
+}
+
+// wireAnswer reads what a bare go-sdk session got, from the proxy or
+// through the middleware: a result, or the JSON-RPC error of the call's
+// state, which must be the code its row names.
+func wireAnswer(res *mcp.CallToolResult, err error) (answer, error) {
+	if err != nil {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			return answer{}, fmt.Errorf("the answer is no JSON-RPC error: %w", err)
 		}
-		text := goText(res)
-		if res.IsError {
-			if m, ok := res.Meta[wire.MetaError].(map[string]any); ok {
-				st, _ := m["state"].(string)
-				return answer{Kind: "error", State: ledger.State(st), Exit: ledger.RowOf(ledger.State(st)).Exit, Text: text}, nil
+		var d wire.ErrorData
+		if len(je.Data) > 0 {
+			if err := json.Unmarshal(je.Data, &d); err != nil {
+				return answer{}, fmt.Errorf("error data %s: %w", je.Data, err)
 			}
 		}
-		_, replayed := res.Meta[wire.MetaReplay]
-		a := answer{Kind: kindOf(replayed), State: ledger.StateSucceeded, Text: text}
-		if res.IsError {
-			a.State = ledger.StateFailed // the tool's own answer
+		a := answer{Kind: "error", State: ledger.State(d.State), Text: je.Message}
+		switch {
+		case je.Code == wire.CodeKeyReused:
+			a.State = ""
+		case a.State == "" && je.Code == jsonrpc.CodeInvalidParams:
+			a.State, a.Protocol = ledger.StateRejected, true
+		}
+		if a.State != "" {
+			a.Exit = ledger.RowOf(a.State).Exit
+			if row := ledger.RowOf(a.State); row.Code != 0 && row.Code != je.Code {
+				return answer{}, fmt.Errorf("%s was answered with code %d; its row says %d", a.State, je.Code, row.Code)
+			}
 		}
 		return a, nil
 	}
+	text := goText(res)
+	if res.IsError {
+		if m, ok := res.Meta[wire.MetaError].(map[string]any); ok {
+			st, _ := m["state"].(string)
+			if row := ledger.RowOf(ledger.State(st)); row.Code != 0 {
+				return answer{}, fmt.Errorf("%s was answered with an isError result; its row says code %d", st, row.Code)
+			}
+			return answer{Kind: "error", State: ledger.State(st), Exit: ledger.RowOf(ledger.State(st)).Exit, Text: text}, nil
+		}
+	}
+	_, replayed := res.Meta[wire.MetaReplay]
+	a := answer{Kind: kindOf(replayed), State: ledger.StateSucceeded, Text: text}
+	if res.IsError {
+		a.State = ledger.StateFailed // the tool's own answer
+	}
+	return a, nil
 }
 
 func kindOf(replayed bool) string {
@@ -352,7 +388,7 @@ func TestParity(t *testing.T) {
 					t.Fatalf("sqlite.Open: %v", err)
 				}
 				t.Cleanup(func() { st.Close() })
-				call := ad.start(t, ps, st, sc.policy)
+				call := ad.start(t, ps, st, sc.policy, nil)
 				const key = "parity-1"
 				for i, s := range sc.steps {
 					ps.drop.Store(s.drop)

@@ -292,3 +292,111 @@ func BenchmarkWrapperOverhead(b *testing.B) {
 	b.ReportMetric(float64(wrapped-bare-store)/n, "beyond-ns/op")
 	b.ReportMetric(float64(wrapped-manual)/n, "own-ns/op")
 }
+
+// BenchmarkMiddlewareOverhead interleaves three ways of making the same
+// new operation in one loop, each on its own session (and ledger), so all
+// three meet the same machine state: a bare go-sdk session.CallTool, the
+// wrapper's CallTool, and session.CallTool on a client with the ledger
+// middleware. It reports each one's time per operation and the ratios
+// middleware/bare and middleware/wrapper.
+func BenchmarkMiddlewareOverhead(b *testing.B) {
+	ctx := context.Background()
+	srv := mcptest.New(nil)
+	b.Cleanup(func() { srv.Close() })
+	bareSession := srv.ConnectInMemory(ctx, b, nil)
+	wrapper := benchClient(b)
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	mw := client.NewMiddleware(st, &client.Options{Policy: allow()})
+	b.Cleanup(func() { mw.Close() })
+	mc := mcp.NewClient(&mcp.Implementation{Name: "runtime", Version: "v1"}, nil)
+	mc.AddSendingMiddleware(mw.Wrap)
+	protected, err := mc.Connect(ctx, srv.ClientTransport(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { protected.Close() })
+	var bare, wrapped, middle time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		key := client.WithKey(ctx, fmt.Sprintf("k%d", i))
+		t0 := time.Now()
+		if _, err := bareSession.CallTool(ctx, write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := wrapper.CallTool(key, write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if _, err := protected.CallTool(key, write(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		bare += t1.Sub(t0)
+		wrapped += t2.Sub(t1)
+		middle += t3.Sub(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(bare)/n, "bare-ns/op")
+	b.ReportMetric(float64(wrapped)/n, "wrapper-ns/op")
+	b.ReportMetric(float64(middle)/n, "middleware-ns/op")
+	b.ReportMetric(float64(middle)/float64(bare), "middleware/bare")
+	b.ReportMetric(float64(middle)/float64(wrapped), "middleware/wrapper")
+}
+
+// BenchmarkMiddlewareReplay is a duplicate answered from the ledger
+// through the middleware, interleaved with the same replay through the
+// wrapper; neither reaches the server.
+func BenchmarkMiddlewareReplay(b *testing.B) {
+	ctx := client.WithKey(context.Background(), "replayed")
+	srv := mcptest.New(nil)
+	b.Cleanup(func() { srv.Close() })
+	wrapper := benchClient(b)
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	mw := client.NewMiddleware(st, &client.Options{Policy: allow()})
+	b.Cleanup(func() { mw.Close() })
+	mc := mcp.NewClient(&mcp.Implementation{Name: "runtime", Version: "v1"}, nil)
+	mc.AddSendingMiddleware(mw.Wrap)
+	protected, err := mc.Connect(ctx, srv.ClientTransport(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { protected.Close() })
+	if _, err := wrapper.CallTool(ctx, write("r", 1)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := protected.CallTool(ctx, write("r", 1)); err != nil {
+		b.Fatal(err)
+	}
+	var wrapped, middle time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := wrapper.CallTool(ctx, write("r", 1)); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		res, err := protected.CallTool(ctx, write("r", 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := res.Meta[client.MetaReplay]; !ok {
+			b.Fatal("the middleware's answer is no replay")
+		}
+		t2 := time.Now()
+		wrapped += t1.Sub(t0)
+		middle += t2.Sub(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(wrapped)/n, "wrapper-ns/op")
+	b.ReportMetric(float64(middle)/n, "middleware-ns/op")
+	b.ReportMetric(float64(middle)/float64(wrapped), "middleware/wrapper")
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -41,6 +40,10 @@ type ConnectFunc func(ctx context.Context) (*mcp.ClientSession, error)
 type Client struct {
 	c       *caller.Caller[*mcp.CallToolParams, *mcp.CallToolResult]
 	connect ConnectFunc
+	// next, under a Middleware, is the rest of the go-sdk client's sending
+	// chain: attempts go through it, since session.CallTool would enter
+	// the middleware again. Nil for a wrapper.
+	next mcp.MethodHandler
 
 	// mu guards session and tools.
 	mu      sync.Mutex
@@ -84,14 +87,38 @@ func (c *Client) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.Call
 // one span (its trace context travels to the server in _meta and its ids
 // are stored on the record) and one count in the metrics of package
 // telemetry.
+//
+// A key in p.Meta[MetaKey] (code that speaks to a key-aware server sends
+// its own) is the call's key, as WithKey's is; one that breaks the key
+// rules, or differs from the key WithKey put in ctx, is refused before
+// anything is recorded.
 func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
 	if p == nil || p.Name == "" {
 		return nil, errors.New("client: CallTool needs a tool name")
+	}
+	ctx, err := metaKey(ctx, p)
+	if err != nil {
+		return nil, err
 	}
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
 		return c.continuation(ctx, p)
 	}
 	return c.c.Call(ctx, caller.Request[*mcp.CallToolParams]{Tool: p.Name, Arguments: p.Arguments, Params: p})
+}
+
+// metaKey is ctx with the key p carries in _meta, if any.
+func metaKey(ctx context.Context, p *mcp.CallToolParams) (context.Context, error) {
+	if _, ok := p.Meta[wire.MetaKey]; !ok {
+		return ctx, nil
+	}
+	key, err := caller.KeyOf(p.Meta, nil)
+	if err != nil {
+		return nil, fmt.Errorf("client: the key in params._meta of %s: %w; send 1-255 of [A-Za-z0-9._:~-], or leave it out", p.Name, err)
+	}
+	if k, ok := caller.Key(ctx); ok && k != key {
+		return nil, fmt.Errorf("client: %w: params._meta of %s carries key %q and the context another (client.WithKey); send one of them", ledger.ErrInvalidKey, p.Name, key)
+	}
+	return caller.WithKey(ctx, key), nil
 }
 
 // Session returns the current session.
@@ -132,8 +159,7 @@ func (c *Client) Repeatable(ctx context.Context, fn func(ctx context.Context, s 
 // the re-planning guard does. Mount it in-process over
 // mcp.NewInMemoryTransports or serve it to the model's host.
 func (c *Client) LedgerServer() *mcp.Server {
-	o := c.c.Options()
-	return planner.NewServerWith(c.c.Store(), o.Tenant, o.Session, planner.ToolsOptions{Exclude: c.c.Exclusions(), Layer: o.Layer})
+	return ledgerServer(c.c.Store(), c.c.Options())
 }
 
 // Close closes the current session and writes the call events still
@@ -181,7 +207,7 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 	}
 	meta[wire.MetaKey] = wireKey(s, ledger.ID{Tenant: o.Tenant, Layer: o.Layer, Tool: p.Name, Key: key})
 	cp := &mcp.CallToolParams{Meta: meta, Name: p.Name, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
-	res, err := s.CallTool(ctx, cp)
+	res, err := c.send(ctx, s, cp)
 	if err != nil {
 		return nil, err
 	}

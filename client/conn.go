@@ -31,15 +31,46 @@ func (cn *conn) Send(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams]
 	if s == nil {
 		var err error
 		if s, err = c.reconnect(ctx, nil); err != nil {
-			return nil, nil, err // never sent: a connect failure
+			return nil, nil, Neutral(err) // never sent: a connect failure
 		}
 	}
 	a.Via = s
 	telemetry.CallFrom(ctx).SetSession(sessionOf(s))
 	p := params(a)
 	telemetry.Inject(ctx, p.Meta)
-	res, err := s.CallTool(ctx, p)
-	return res, nil, err
+	res, err := c.send(ctx, s, p)
+	return res, nil, Neutral(err)
+}
+
+// sentByCaller marks the context of a request a wrapper or a Middleware
+// sends for a call it already recorded, so that a Middleware below it on
+// the same go-sdk client (or the same one added twice) lets it pass
+// instead of recording it again.
+type sentByCaller struct{}
+
+// send sends p on s: through the rest of the client's sending chain under
+// a Middleware, else with session.CallTool.
+func (c *Client) send(ctx context.Context, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx = context.WithValue(ctx, sentByCaller{}, true)
+	if c.next == nil {
+		return s.CallTool(ctx, p)
+	}
+	if p.Arguments == nil {
+		p.Arguments = map[string]any{} // what session.CallTool sends for none
+	}
+	// The request as session.CallTool builds it, so the middleware below
+	// (go-sdk's multi-round-trip handler among them) reads it as its own.
+	res, err := c.next(ctx, methodCallTool, &mcp.ClientRequest[mcp.Params]{Session: s, Params: p})
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || r == nil {
+		// Another middleware below this one answered with something else;
+		// the request went out, so what it did is not known.
+		return nil, fmt.Errorf("client: the sending chain answered tools/call with %T, not a tool result", res)
+	}
+	return r, nil
 }
 
 // params builds fresh params and a fresh _meta for one attempt: go-sdk
@@ -135,12 +166,18 @@ func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
 
 // toolOf is what the caller needs of a go-sdk tool definition.
 func toolOf(t *mcp.Tool) *caller.Tool {
-	out := &caller.Tool{Name: t.Name, DeclaresKey: schemaDeclaresKey(t)}
-	if a := t.Annotations; a != nil {
-		ro, idem := a.ReadOnlyHint, a.IdempotentHint
-		out.Hints = &confirm.Hints{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
+	return &caller.Tool{Name: t.Name, Hints: Hints(t.Annotations), DeclaresKey: schemaDeclaresKey(t)}
+}
+
+// Hints are go-sdk's tool annotations as the policy reads them (nil for
+// nil: the server sent none). go-sdk's ReadOnlyHint and IdempotentHint are
+// plain bools, so a tool that sent annotations says both.
+func Hints(a *mcp.ToolAnnotations) *confirm.Hints {
+	if a == nil {
+		return nil
 	}
-	return out
+	ro, idem := a.ReadOnlyHint, a.IdempotentHint
+	return &confirm.Hints{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 }
 
 func schemaDeclaresKey(t *mcp.Tool) bool {

@@ -9,6 +9,16 @@
 //	ctx = client.WithChain(ctx, requestID) // keys derive from the chain entry
 //	res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "create_payment", Arguments: args})
 //
+// Code that holds only a session (an agent runtime's tool runner that calls
+// session.CallTool itself) is protected by the Middleware instead, added to
+// the go-sdk client that made the session; its calls go through the same
+// caller under the same Options, and session.CallTool answers as go-sdk
+// does for a bare session (ledger refusals as *jsonrpc.Error):
+//
+//	mw := client.NewMiddleware(store, &client.Options{Tenant: "acme", Session: "run-7"})
+//	defer mw.Close()
+//	mc.AddSendingMiddleware(mw.Wrap)
+//
 // CallTool has the meaning of (*mcp.ClientSession).CallTool. Tool errors
 // (isError) are results, recorded FAILED and replayed. Go errors mean the
 // call was not completed: errors.Is(err, ledger.ErrKeyReused),

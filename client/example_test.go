@@ -77,3 +77,68 @@ func Example() {
 	// map[payment_id:pay_1] replayed: true
 	// executions: 1
 }
+
+// The middleware protects the session a runtime already has: code that
+// only knows the session (a tool runner calling session.CallTool) is
+// protected unchanged, and the ledger tools sit beside it.
+func ExampleMiddleware() {
+	ctx := context.Background()
+	runs := 0
+	serverT, clientT := mcp.NewInMemoryTransports()
+	if _, err := paymentsServer(&runs).Connect(ctx, serverT, nil); err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "mcpledger-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+
+	mw := client.NewMiddleware(store, &client.Options{
+		Tenant:    "acme",
+		Session:   "run-1",
+		Confirmer: confirm.Static{Answer: confirm.Answer{Decision: "approved", By: "example"}},
+	})
+	defer mw.Close()
+	mc := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil)
+	mc.AddSendingMiddleware(mw.Wrap)
+	session, err := mc.Connect(ctx, clientT, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer session.Close()
+
+	ctx = client.WithChain(ctx, "order-1001")
+	pay := &mcp.CallToolParams{Name: "create_payment", Arguments: map[string]any{"amount_cents": 1250, "payee": "ACME"}}
+	for range 2 {
+		res, err := session.CallTool(ctx, pay) // the runtime's own call
+		if err != nil {
+			panic(err)
+		}
+		_, replayed := res.Meta[client.MetaReplay]
+		fmt.Println(res.StructuredContent, "replayed:", replayed)
+	}
+	fmt.Println("executions:", runs)
+
+	// The ledger tools, for the model, in the same runtime.
+	ledgerSession, err := mw.ConnectLedger(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer ledgerSession.Close()
+	res, err := ledgerSession.CallTool(ctx, &mcp.CallToolParams{Name: "ledger_list", Arguments: map[string]any{}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.StructuredContent.(map[string]any)["calls"].([]any)[0].(map[string]any)["state"])
+	// Output:
+	// map[payment_id:pay_1] replayed: false
+	// map[payment_id:pay_1] replayed: true
+	// executions: 1
+	// SUCCEEDED
+}

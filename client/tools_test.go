@@ -12,6 +12,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/planner/ledgertools"
 )
 
 // TestToolListChangedRefreshesSchema: the key argument is filled from the
@@ -117,8 +118,8 @@ func TestLedgerServerUsesExclusions(t *testing.T) {
 		t.Errorf("LedgerServer: found %v key %q; want the call, key %q", found, key, o.Key)
 	}
 	// Without the exclusions the other amount is another operation.
-	if found, _ := ask(planner.NewServer(f.store, "default", "s1")); found {
-		t.Error("planner.NewServer without the exclusions found the call; the test no longer shows what LedgerServer adds")
+	if found, _ := ask(ledgertools.NewServer(f.store, "default", "s1", nil)); found {
+		t.Error("ledgertools.NewServer without the exclusions found the call; the test no longer shows what LedgerServer adds")
 	}
 }
 

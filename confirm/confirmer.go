@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Request is what a person sees before a sensitive call.
 type Request struct {
 	Tenant, Session, Server, Tool, Key string
 	// Arguments are the call's arguments, already redacted (ledger.Redact).
-	Arguments   json.RawMessage
-	Annotations *mcp.ToolAnnotations
+	Arguments json.RawMessage
+	// Hints are the tool's annotations; nil when the server sent none.
+	Hints *Hints
 	// Earlier are earlier attempts of this operation or similar calls, so
 	// the person can tell a re-plan from a new intent.
 	Earlier []*ledger.Record
@@ -67,6 +67,12 @@ type Confirmer interface {
 var ErrNoConfirmer = errors.New("confirm: no terminal and no elicitation-capable host to ask; " +
 	"approve with --yes, or allow the tool in the policy file (--policy)")
 
+// ErrInputRequired: the confirmer must hand its question to the host and
+// the host call again with the answer (an MCP host on protocol 2026-07-28
+// or later, package confirm/elicit); the operation keeps its claim
+// meanwhile. The confirmer's error matches it with errors.Is.
+var ErrInputRequired = errors.New("confirm: the host must answer an elicitation first")
+
 // ErrNoAnswer: a confirmer could ask but got no answer (its input ended).
 var ErrNoAnswer = errors.New("confirm: no answer: the input ended before a choice")
 
@@ -95,7 +101,7 @@ func (s Static) Confirm(ctx context.Context, req Request) (Answer, error) {
 // ErrNoConfirmer passes the question on. Nil entries are skipped. When none
 // is available the chain returns ErrNoConfirmer, and the caller denies.
 //
-//	c := confirm.Chain(confirm.ElicitFor(req), &terminal.Prompt{}) // package confirm/terminal
+//	c := confirm.Chain(elicit.For(req), &terminal.Prompt{}) // packages confirm/elicit, confirm/terminal
 func Chain(cs ...Confirmer) Confirmer {
 	return chain(cs)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // counting is a Confirmer fake: it counts calls and answers with fn.
@@ -52,13 +51,12 @@ func TestChain(t *testing.T) {
 	approve := Answer{Decision: ledger.DecisionApproved, By: "second"}
 	unavailable := func() (Answer, error) { return Answer{}, ErrNoConfirmer }
 	boom := errors.New("boom")
-	var nilElicit *Elicit
 
 	t.Run("falls through to the first available", func(t *testing.T) {
 		first := &counting{fn: unavailable}
 		second := &counting{fn: func() (Answer, error) { return approve, nil }}
 		third := &counting{fn: func() (Answer, error) { return Answer{}, boom }}
-		got, err := Chain(nil, nilElicit, first, second, third).Confirm(context.Background(), Request{})
+		got, err := Chain(nil, first, second, third).Confirm(context.Background(), Request{})
 		if err != nil || got != approve {
 			t.Errorf("Chain.Confirm = %+v, %v; want %+v", got, err, approve)
 		}
@@ -105,13 +103,13 @@ func TestApproval(t *testing.T) {
 
 func sampleRequest() Request {
 	return Request{
-		Tenant:      "acme",
-		Session:     "s-1",
-		Server:      "payments",
-		Tool:        "create_payment",
-		Key:         "order-42",
-		Arguments:   json.RawMessage(`{"amount":1250,"currency":"EUR","card_token":"[REDACTED]"}`),
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+		Tenant:    "acme",
+		Session:   "s-1",
+		Server:    "payments",
+		Tool:      "create_payment",
+		Key:       "order-42",
+		Arguments: json.RawMessage(`{"amount":1250,"currency":"EUR","card_token":"[REDACTED]"}`),
+		Hints:     &Hints{Destructive: ptr(false), OpenWorld: ptr(true)},
 		Earlier: []*ledger.Record{{
 			ID:        ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "order-41"},
 			State:     ledger.StateSucceeded,

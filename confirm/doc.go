@@ -7,11 +7,13 @@
 // deleting, paying or sending; Load reads a JSON policy file and rejects
 // anything malformed with its line and column.
 //
-// A Confirmer asks: Elicit (the MCP host, through elicitation/create),
-// Static (tests and --yes), and terminal.Prompt (a huh form, or plain
-// prompts in accessible mode) in package confirm/terminal, kept apart so
-// that importing confirm brings no terminal UI library. Chain takes the first that can ask; when none can, the caller
-// denies with ErrNoConfirmer, whose message names --yes and the policy file.
+// A Confirmer asks: Static (tests and --yes) here; elicit.Confirmer (the
+// MCP host, through go-sdk's elicitation) in package confirm/elicit; and
+// terminal.Prompt (a huh form, or plain prompts in accessible mode) in
+// package confirm/terminal. Both are kept apart so that importing confirm
+// brings neither an MCP SDK nor a terminal UI library. Chain takes the
+// first that can ask; when none can, the caller denies with
+// ErrNoConfirmer, whose message names --yes and the policy file.
 //
 //	policy, err := confirm.Load("policy.json")
 //	if err != nil {
@@ -19,7 +21,7 @@
 //	}
 //	tool := confirm.Tool{Name: "create_payment", Server: "payments"}
 //	if policy.Decide(tool) == confirm.Ask {
-//		c := confirm.Chain(confirm.ElicitFor(callReq), &terminal.Prompt{})
+//		c := confirm.Chain(elicit.For(callReq), &terminal.Prompt{})
 //		answer, err := c.Confirm(ctx, confirm.Request{Tool: tool.Name, Server: tool.Server, Key: key})
 //		if errors.Is(err, confirm.ErrNoConfirmer) {
 //			// deny: nobody to ask

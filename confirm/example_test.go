@@ -6,18 +6,17 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func ExamplePolicy_Decide() {
 	policy := confirm.Default()
-	destructive := true
+	yes := true
 	for _, tool := range []confirm.Tool{
 		{Name: "create_payment", Server: "payments"},
 		{Name: "get_payment", Server: "payments"},
-		{Name: "reset_cache", Server: "cache", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}},
+		{Name: "reset_cache", Server: "cache", Hints: &confirm.Hints{Destructive: &yes}},
 		// An untrusted server calling a delete read-only is not believed.
-		{Name: "delete_account", Server: "accounts", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "delete_account", Server: "accounts", Hints: &confirm.Hints{ReadOnly: &yes}},
 		{Name: "weather", Server: "forecast"},
 	} {
 		fmt.Printf("%-15s %s\n", tool.Name, policy.Decide(tool))
@@ -56,7 +55,7 @@ func ExampleParse() {
 func ExampleChain() {
 	// No terminal and no elicitation-capable host: the chain says so and
 	// the caller denies. With --yes, a Static answer sits at the end.
-	var nobody *confirm.Elicit
+	nobody := confirm.Chain() // an empty chain: no one to ask
 	yes := confirm.Static{Answer: confirm.Answer{Decision: ledger.DecisionApproved, Reason: "--yes"}}
 
 	_, err := confirm.Chain(nobody).Confirm(context.Background(), confirm.Request{Tool: "create_payment"})

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const samplePolicy = `{
@@ -40,9 +38,9 @@ func TestLoad(t *testing.T) {
 	}{
 		{"file rule", Tool{Name: "create_payment", Server: "payments"}, Ask},
 		{"file allow", Tool{Name: "get_secret"}, Allow},
-		{"file deny", Tool{Name: "reset", Server: "prod", Annotations: &mcp.ToolAnnotations{}}, Deny},
+		{"file deny", Tool{Name: "reset", Server: "prod", Hints: &Hints{}}, Deny},
 		{"defaults still apply after the file's rules", Tool{Name: "refund_order", Server: "shop"}, Ask},
-		{"trusted list honoured", Tool{Name: "delete_preview", Server: "payments", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, Allow},
+		{"trusted list honoured", Tool{Name: "delete_preview", Server: "payments", Hints: &Hints{ReadOnly: ptr(true)}}, Allow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +157,6 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q) kept rule %+v", data, r)
 			}
 		}
-		p.Decide(Tool{Name: "create_payment", Server: "payments", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+		p.Decide(Tool{Name: "create_payment", Server: "payments", Hints: &Hints{ReadOnly: ptr(true)}})
 	})
 }

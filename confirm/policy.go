@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Verdict is what a policy says about a call: run it, ask a person now,
@@ -38,8 +36,8 @@ type Tool struct {
 	// Server is the upstream server's name (its Implementation.Name) or a
 	// label the user configured for it.
 	Server string
-	// Annotations are the server's hints; nil when it sent none.
-	Annotations *mcp.ToolAnnotations
+	// Hints are the server's annotations; nil when it sent none.
+	Hints *Hints
 }
 
 // Rule is one line of a policy: when the tool name (and the server, when
@@ -215,7 +213,7 @@ func (p *Policy) Explain(t Tool) (Verdict, string) {
 // and the alternative of its tool glob that matched.
 func (p *Policy) match(t Tool) (int, string) {
 	trusted := p.Trusts(t.Server)
-	h := hintsOf(t.Annotations)
+	h := hintsOf(t.Hints)
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		toolAlt, ok := matchAlt(r.Tool, t.Name)
@@ -297,18 +295,19 @@ type hints struct {
 	readOnly, destructive, idempotent, openWorld bool
 }
 
-func hintsOf(a *mcp.ToolAnnotations) hints {
+func hintsOf(a *Hints) hints {
 	if a == nil {
 		return hints{}
 	}
+	readOnly := a.ReadOnly != nil && *a.ReadOnly
 	return hints{
 		annotated: true,
-		readOnly:  a.ReadOnlyHint,
+		readOnly:  readOnly,
 		// The spec gives destructiveHint meaning only when the tool is not
 		// read-only; unset means true.
-		destructive: !a.ReadOnlyHint && (a.DestructiveHint == nil || *a.DestructiveHint),
-		idempotent:  a.IdempotentHint,
-		openWorld:   a.OpenWorldHint == nil || *a.OpenWorldHint,
+		destructive: !readOnly && (a.Destructive == nil || *a.Destructive),
+		idempotent:  a.Idempotent != nil && *a.Idempotent,
+		openWorld:   a.OpenWorld == nil || *a.OpenWorld,
 	}
 }
 

@@ -5,17 +5,15 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func ptr(b bool) *bool { return &b }
 
 func TestDefaultPolicy(t *testing.T) {
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	destructive := &mcp.ToolAnnotations{DestructiveHint: ptr(true)}
-	safeWrite := &mcp.ToolAnnotations{DestructiveHint: ptr(false)}
-	titleOnly := &mcp.ToolAnnotations{Title: "Weather"} // destructive by the spec's default
+	readOnly := &Hints{ReadOnly: ptr(true)}
+	destructive := &Hints{Destructive: ptr(true)}
+	safeWrite := &Hints{Destructive: ptr(false)}
+	titleOnly := &Hints{Title: "Weather"} // destructive by the spec's default
 	tests := []struct {
 		name   string
 		policy *Policy
@@ -39,16 +37,16 @@ func TestDefaultPolicy(t *testing.T) {
 		{"postgres is not post", nil, Tool{Name: "postgres_stats"}, Allow},
 		{"post as a verb asks", nil, Tool{Name: "post_message"}, Ask},
 		{"reading email runs", nil, Tool{Name: "search_emails"}, Allow},
-		{"untrusted destructive read verb asks", nil, Tool{Name: "get_and_reset", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, Ask},
-		{"destructive hint asks even untrusted", nil, Tool{Name: "reset_cache", Annotations: destructive}, Ask},
-		{"spec default destructive asks", nil, Tool{Name: "weather", Annotations: titleOnly}, Ask},
-		{"declared non-destructive write runs", nil, Tool{Name: "set_flag", Annotations: safeWrite}, Allow},
+		{"untrusted destructive read verb asks", nil, Tool{Name: "get_and_reset", Hints: &Hints{Destructive: ptr(true)}}, Ask},
+		{"destructive hint asks even untrusted", nil, Tool{Name: "reset_cache", Hints: destructive}, Ask},
+		{"spec default destructive asks", nil, Tool{Name: "weather", Hints: titleOnly}, Ask},
+		{"declared non-destructive write runs", nil, Tool{Name: "set_flag", Hints: safeWrite}, Allow},
 		{"untrusted read-only claim does not excuse a delete", nil,
-			Tool{Name: "delete_everything", Server: "evil", Annotations: readOnly}, Ask},
+			Tool{Name: "delete_everything", Server: "evil", Hints: readOnly}, Ask},
 		{"trusted read-only claim counts", &Policy{Rules: Default().Rules, Trusted: []string{"docs*"}},
-			Tool{Name: "delete_draft_preview", Server: "docs-server", Annotations: readOnly}, Allow},
+			Tool{Name: "delete_draft_preview", Server: "docs-server", Hints: readOnly}, Allow},
 		{"trusted destructive still asks", &Policy{Rules: Default().Rules, Trusted: []string{"docs"}},
-			Tool{Name: "archive", Server: "docs", Annotations: destructive}, Ask},
+			Tool{Name: "archive", Server: "docs", Hints: destructive}, Ask},
 		{"empty policy asks", &Policy{}, Tool{Name: "get_payment"}, Ask},
 	}
 	for _, tc := range tests {
@@ -72,8 +70,8 @@ func TestRules(t *testing.T) {
 			{Tool: "*", Action: Deny},
 		},
 	}
-	closedRead := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
-	openRead := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	closedRead := &Hints{ReadOnly: ptr(true), OpenWorld: ptr(false)}
+	openRead := &Hints{ReadOnly: ptr(true)}
 	tests := []struct {
 		name string
 		tool Tool
@@ -81,11 +79,11 @@ func TestRules(t *testing.T) {
 	}{
 		{"server qualified allow", Tool{Name: "create_payment", Server: "sandbox"}, Allow},
 		{"same tool other server", Tool{Name: "create_payment", Server: "live"}, Ask},
-		{"untrusted destructive denied", Tool{Name: "x", Server: "prod-eu", Annotations: &mcp.ToolAnnotations{}}, Deny},
+		{"untrusted destructive denied", Tool{Name: "x", Server: "prod-eu", Hints: &Hints{}}, Deny},
 		{"unannotated asks", Tool{Name: "x", Server: "prod-eu"}, Ask},
-		{"trusted closed read", Tool{Name: "read_file", Server: "fs", Annotations: closedRead}, Allow},
-		{"trusted open read falls to deny", Tool{Name: "fetch", Server: "fs", Annotations: openRead}, Deny},
-		{"untrusted closed read cannot allow", Tool{Name: "read_file", Server: "other", Annotations: closedRead}, Deny},
+		{"trusted closed read", Tool{Name: "read_file", Server: "fs", Hints: closedRead}, Allow},
+		{"trusted open read falls to deny", Tool{Name: "fetch", Server: "fs", Hints: openRead}, Deny},
+		{"untrusted closed read cannot allow", Tool{Name: "read_file", Server: "other", Hints: closedRead}, Deny},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,7 +178,7 @@ func BenchmarkDecide(b *testing.B) {
 	p := Default()
 	tools := []Tool{
 		{Name: "create_payment", Server: "payments"},
-		{Name: "get_payment", Server: "payments", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "get_payment", Server: "payments", Hints: &Hints{ReadOnly: ptr(true)}},
 		{Name: "list_invoices_for_customer_account", Server: "billing"},
 	}
 	b.ReportAllocs()

@@ -10,7 +10,6 @@ import (
 	"unicode"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // maxShownArgs bounds the argument text in a prompt; the rest is counted,
@@ -48,7 +47,7 @@ func (r Request) Summary() string {
 		row("key", safe(r.Key))
 	}
 	row("arguments", arguments(r.Arguments))
-	row("annotations", annotations(r.Annotations))
+	row("annotations", annotations(r.Hints))
 	row("earlier", earlier(r.Earlier))
 	return b.String()
 }
@@ -72,7 +71,7 @@ func arguments(raw json.RawMessage) string {
 	return text
 }
 
-func annotations(a *mcp.ToolAnnotations) string {
+func annotations(a *Hints) string {
 	if a == nil {
 		return "none (the server describes no effects)"
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/retry"
@@ -23,7 +22,7 @@ type conn Client
 
 // Send makes one attempt on the current mcp-go client, connecting first
 // when there is none. Errors are put in the terms package retry
-// classifies (go-sdk's), so both SDKs retry by the same rules.
+// classifies (retry.Wrap), so both SDKs retry by the same rules.
 func (cn *conn) Send(ctx context.Context, a *caller.Attempt[mcp.CallToolRequest]) (*mcp.CallToolResult, json.RawMessage, error) {
 	c := (*Client)(cn)
 	mc := c.MCP()
@@ -66,30 +65,30 @@ func (cn *conn) Server() caller.Server {
 }
 
 // explicit adds to err what mcp-go's client dropped: the JSON-RPC error
-// the server answered with, code and data, as go-sdk's error value.
+// the server answered with, code and data, as a *retry.RPCError. The
+// server's message is the error's text once; mcp-go's value stays in the
+// chain (errors.Is(err, mcp.ErrInvalidParams) still holds).
 func explicit(err error, s *sink) error {
 	if s.rpcErr == nil {
 		return err
 	}
-	je := &jsonrpc.Error{Code: int64(s.rpcErr.Code), Message: s.rpcErr.Message}
+	answer := &retry.RPCError{Code: int64(s.rpcErr.Code), Message: s.rpcErr.Message}
 	if s.rpcErr.Data != nil {
 		if data, merr := json.Marshal(s.rpcErr.Data); merr == nil {
-			je.Data = data
+			answer.Data = data
 		}
 	}
-	return &answered{rpc: je, mcpgo: err}
+	return retry.Wrap(&answered{message: answer.Message, mcpgo: err}, answer)
 }
 
-// answered is a server's JSON-RPC error: the server's message once, with
-// both go-sdk's value (package retry reads its code and data) and mcp-go's
-// (errors.Is(err, mcp.ErrInvalidParams) still holds) in its chain.
+// answered is mcp-go's error under the server's own message.
 type answered struct {
-	rpc   *jsonrpc.Error
-	mcpgo error
+	message string
+	mcpgo   error
 }
 
-func (a *answered) Error() string   { return a.rpc.Error() }
-func (a *answered) Unwrap() []error { return []error{a.rpc, a.mcpgo} }
+func (a *answered) Error() string { return a.message }
+func (a *answered) Unwrap() error { return a.mcpgo }
 
 // request builds fresh params and a fresh _meta for one attempt: mcp-go
 // writes protocol fields into the request it is given.

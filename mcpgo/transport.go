@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/retry"
 )
 
 // Transport wraps an mcp-go client transport so a Client sees what
@@ -63,11 +63,11 @@ func (w *wrapped) SendRequest(ctx context.Context, req transport.JSONRPCRequest)
 	case errors.Is(err, transport.ErrTransportClosed):
 		w.closed.Store(true)
 		if wasClosed {
-			err = fmt.Errorf("%w (%w)", gomcp.ErrConnectionClosed, err)
+			err = retry.Wrap(err, retry.ErrConnectionClosed)
 		}
 	case errors.Is(err, transport.ErrSessionTerminated):
 		// The server no longer knows the session and handled nothing.
-		err = fmt.Errorf("%w (%w)", gomcp.ErrSessionMissing, err)
+		err = retry.Wrap(err, retry.ErrSessionMissing)
 	}
 	if s, ok := ctx.Value(sinkKey{}).(*sink); ok && resp != nil && req.Method == string(mcp.MethodToolsCall) {
 		if resp.Error != nil {

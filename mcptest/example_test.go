@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -34,9 +35,9 @@ func Example() {
 
 	s.Script(mcptest.FailTransient(1), mcptest.DropAfterExecute())
 	err = call()
-	fmt.Println("first:", retry.Classify(err), retry.Reason(err))
+	fmt.Println("first:", retry.Classify(client.Neutral(err)), retry.Reason(client.Neutral(err)))
 	err = call()
-	fmt.Println("second:", retry.Classify(err), "EOF:", errors.Is(err, io.EOF))
+	fmt.Println("second:", retry.Classify(client.Neutral(err)), "EOF:", errors.Is(err, io.EOF))
 	fmt.Println("executions:", s.Executions("order-42"), "keys seen:", s.KeysSeen())
 	// Output:
 	// first: transient in_progress

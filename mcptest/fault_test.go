@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -25,10 +26,10 @@ func TestFailTransient(t *testing.T) {
 	}
 	for i := range 2 {
 		_, err := write(ctx, cs, "k", "a", 1)
-		if !errors.Is(err, &jsonrpc.Error{Code: retry.CodeInProgress}) || retry.Reason(err) != retry.ReasonInProgress {
+		if !errors.Is(err, &jsonrpc.Error{Code: retry.CodeInProgress}) || retry.Reason(client.Neutral(err)) != retry.ReasonInProgress {
 			t.Fatalf("call %d: CallTool = %v; want -31002 in_progress", i+1, err)
 		}
-		if d, ok := retry.RetryAfter(err); !ok || d != 40*time.Millisecond {
+		if d, ok := retry.RetryAfter(client.Neutral(err)); !ok || d != 40*time.Millisecond {
 			t.Errorf("call %d: RetryAfter = %v, %v; want 40ms", i+1, d, ok)
 		}
 		if n := s.Executions("k"); n != 0 {
@@ -151,7 +152,7 @@ func TestToolErrorAndProtocolError(t *testing.T) {
 			} else if !errors.Is(err, &jsonrpc.Error{Code: tt.wantCode}) {
 				t.Errorf("CallTool = %v; want code %d", err, tt.wantCode)
 			}
-			if got := retry.Reason(err); got != tt.wantReason {
+			if got := retry.Reason(client.Neutral(err)); got != tt.wantReason {
 				t.Errorf("Reason = %q; want %q", got, tt.wantReason)
 			}
 			if n := s.Executions("k"); n != tt.wantExecs {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -239,7 +240,7 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, withKey bo
 		if s.opts.Idempotent && key != "" {
 			if first, ok := st.first[key]; ok {
 				if first.Args != canon {
-					answer = retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused,
+					answer = server.Error(retry.CodeKeyReused, retry.ReasonKeyReused,
 						"mcptest: idempotency key reused with different arguments", 0)
 					return events
 				}
@@ -301,7 +302,7 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, withKey bo
 func preExecuteAnswer(f Fault) error {
 	switch f.Kind {
 	case KindFailTransient:
-		return retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress,
+		return server.Error(retry.CodeInProgress, retry.ReasonInProgress,
 			"mcptest: operation in progress (injected)", time.Duration(f.RetryAfterMs)*time.Millisecond)
 	case KindProtocolError:
 		reason := map[int64]string{
@@ -311,7 +312,7 @@ func preExecuteAnswer(f Fault) error {
 			retry.CodeKeyRequired:    retry.ReasonKeyRequired,
 		}[f.Code]
 		if reason != "" {
-			return retry.ServerError(f.Code, reason, "mcptest: injected protocol error", 0)
+			return server.Error(f.Code, reason, "mcptest: injected protocol error", 0)
 		}
 		return &jsonrpc.Error{Code: f.Code, Message: "mcptest: injected protocol error"}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -151,7 +152,7 @@ func TestIdempotentStandIn(t *testing.T) {
 	}
 
 	_, err = write(ctx, cs, "pay-1", "inv-1", 99)
-	if retry.Reason(err) != retry.ReasonKeyReused || !errors.Is(err, &jsonrpc.Error{Code: retry.CodeKeyReused}) {
+	if retry.Reason(client.Neutral(err)) != retry.ReasonKeyReused || !errors.Is(err, &jsonrpc.Error{Code: retry.CodeKeyReused}) {
 		t.Errorf("same key, other amount: CallTool = %v; want -31001 key_reused", err)
 	}
 	for range 2 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 )
 
 // state is everything the server remembers about calls. With a state file it
@@ -85,7 +84,7 @@ func openJournal(path string) (*journal, error) {
 // lock takes the file lock and applies events other processes appended
 // since the last call. The caller must call unlock.
 func (j *journal) lock(st *state) error {
-	if err := syscall.Flock(int(j.f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := lockFile(j.f); err != nil {
 		return fmt.Errorf("mcptest: lock state file: %w", err)
 	}
 	if err := j.catchUp(st); err != nil {
@@ -98,7 +97,7 @@ func (j *journal) lock(st *state) error {
 func (j *journal) unlock() {
 	// Unlocking a held flock on an open descriptor does not fail; closing
 	// the file would release it anyway.
-	if err := syscall.Flock(int(j.f.Fd()), syscall.LOCK_UN); err != nil {
+	if err := unlockFile(j.f); err != nil {
 		panic("mcptest: unlock state file: " + err.Error())
 	}
 }

@@ -17,7 +17,8 @@
 //		// tell the model: planner.Explain(v)
 //	}
 //
-// The package also serves the ledger to the model as two read-only MCP
+// The package also answers the ledger to the model as two read-only MCP
 // tools, ledger_status and ledger_list, scoped to the caller's tenant and
-// session (AddTools, NewServer).
+// session (Tools); package planner/ledgertools serves them on a go-sdk
+// server. Package planner itself imports no MCP SDK.
 package planner

@@ -12,11 +12,10 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/planner"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The ledger tools mounted in-process: the model asks what it already did
-// in this session.
+// What ledger_list answers the model about its session (package
+// planner/ledgertools serves it over MCP).
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "planner")
@@ -44,25 +43,11 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	server := planner.NewServer(st, "acme", "chat-1")
-	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, serverT, nil)
+	text, _, err := (&planner.Tools{Store: st}).List(ctx, planner.Scope{Tenant: "acme", Session: "chat-1"}, planner.ListInput{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ss.Close()
-	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, clientT, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer cs.Close()
-
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: planner.ListTool, Arguments: map[string]any{}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	fmt.Println(text)
 	// Output:
 	// 1 call in this session:
 	// 1. create_order, key order-42: SUCCEEDED, 1 attempt, first sent 2026-03-01T09:30:00Z, last changed 2026-03-01T09:30:00Z

@@ -11,41 +11,6 @@ import (
 // text; larger ones are in the structured content only.
 const maxResultText = 16 << 10
 
-// meaning says in a few words what a state means for the caller.
-func meaning(r *ledger.Record) string {
-	if r.Tombstone {
-		return "its record has expired; whether it took effect can no longer be shown, and a person decides before it is sent again"
-	}
-	switch r.State {
-	case ledger.StateSucceeded:
-		return "it ran and succeeded"
-	case ledger.StateFailed:
-		return "it ran and the tool reported an error"
-	case ledger.StateProcessing:
-		return "it is still running"
-	case ledger.StatePendingApproval:
-		if ap := r.Approval; ap != nil && ap.Decision != ledger.DecisionDenied {
-			// A queued call a person approved: it runs when called again.
-			return "it was approved by " + ledger.OneLine(ap.By, 100) + " on " + stamp(ap.At) +
-				" and has not run yet: make the same call again (same tool and arguments) to run it once"
-		}
-		return "it waits for a person's approval; nothing has run"
-	case ledger.StateDenied:
-		if r.Approval != nil && r.Approval.Reason != "" {
-			return "it was refused (reason: " + ledger.OneLine(r.Approval.Reason, 200) + ")"
-		}
-		return "it was refused"
-	case ledger.StateRetryable:
-		return "it never reached the tool and will be sent again under the same key"
-	case ledger.StateRejected:
-		if r.ErrorKind == ledger.KindApprovalExpired {
-			return "it did not run: no one approved it before its approval expired; nothing took effect, and the call may be made again (it then waits for approval again)"
-		}
-		return "it did not run (" + ledger.OneLine(r.ErrorMessage, 200) + "); nothing took effect and the call may be made again"
-	}
-	return "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"
-}
-
 func attempts(n int) string {
 	if n == 1 {
 		return "1 attempt"
@@ -56,7 +21,7 @@ func attempts(n int) string {
 func statusText(r *ledger.Record, matches int) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s, key %s: %s; %s. First sent %s, last changed %s, %s.",
-		r.Tool, r.Key, r.State, meaning(r), stamp(r.CreatedAt), stamp(r.UpdatedAt), attempts(r.Attempts))
+		r.Tool, r.Key, r.State, ledger.Meaning(r), stamp(r.CreatedAt), stamp(r.UpdatedAt), attempts(r.Attempts))
 	if matches > 1 {
 		fmt.Fprintf(&s, " %d calls match; this is the newest. Ask by key and tool for another.", matches)
 	}

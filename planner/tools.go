@@ -7,13 +7,22 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Names of the ledger tools.
 const (
 	StatusTool = "ledger_status"
 	ListTool   = "ledger_list"
+)
+
+// What a model reads of the ledger tools, the same over every MCP SDK.
+const (
+	StatusTitle       = "Ledger status"
+	StatusDescription = "What became of a tool call made earlier in this session: whether it ran, " +
+		"succeeded, failed, is still running, waits for approval, was denied, or has an unknown outcome, " +
+		"and its recorded result. Ask by key, or by tool and arguments. Use this instead of repeating a call."
+	ListTitle       = "Ledger list"
+	ListDescription = "The tool calls made in this session, newest first, with key, state, attempts and times."
 )
 
 // List sizes of ledger_list.
@@ -26,10 +35,11 @@ const (
 // when it is given a key without a tool (the Store looks keys up per tool).
 const keyScanLimit = 10 * ledger.MaxPageSize
 
-// ScopeFunc says whose ledger a tool call may read: the caller's tenant and
-// session. A proxy derives them from its own configuration or from the
-// request's session; every read is confined to them.
-type ScopeFunc func(ctx context.Context, req *mcp.CallToolRequest) (tenant, session string, err error)
+// Scope is whose ledger a tool call may read: the caller's tenant and
+// session. Every read of the ledger tools is confined to it.
+type Scope struct {
+	Tenant, Session string
+}
 
 // StatusInput is the input of ledger_status.
 type StatusInput struct {
@@ -107,8 +117,13 @@ var (
 	errNoTarget  = errors.New("planner: ledger_status needs a key, or a tool and its arguments")
 )
 
-// ToolsOptions configures the ledger tools.
-type ToolsOptions struct {
+// Tools answers the ledger tools, ledger_status and ledger_list, in
+// SDK-neutral terms: an MCP adapter (package planner/ledgertools for
+// go-sdk) serves them. Both are read-only and see only the records of the
+// Scope they are given: a record of another tenant or session is "not
+// found", even by its exact key.
+type Tools struct {
+	Store ledger.Store
 	// Exclude lists, per tool, the extra top-level argument fields the
 	// calls' fingerprints leave out (client.Options.Exclude of the client
 	// that made them). ledger_status by arguments needs the same list to
@@ -120,82 +135,23 @@ type ToolsOptions struct {
 	Layer string
 }
 
-// AddTools adds ledger_status and ledger_list to s. Both are read-only and
-// see only the records of the tenant and session scope returns for the
-// call: a record of another tenant or session is "not found", even by its
-// exact key.
-func AddTools(s *mcp.Server, store ledger.Store, scope ScopeFunc) {
-	AddToolsWith(s, store, scope, ToolsOptions{})
-}
-
-// AddToolsWith is AddTools with options.
-func AddToolsWith(s *mcp.Server, store ledger.Store, scope ScopeFunc, o ToolsOptions) {
-	if store == nil || scope == nil {
-		panic("planner: AddTools needs a store and a scope")
+func (t *Tools) layer() string {
+	if t.Layer == "" {
+		return ledger.LayerClient
 	}
-	if o.Layer == "" {
-		o.Layer = ledger.LayerClient
-	}
-	t := tools{store: store, scope: scope, exclude: o.Exclude, layer: o.Layer}
-	readOnly := &mcp.ToolAnnotations{
-		ReadOnlyHint:    true,
-		IdempotentHint:  true,
-		DestructiveHint: new(false),
-		OpenWorldHint:   new(false),
-	}
-	mcp.AddTool(s, &mcp.Tool{
-		Name:  StatusTool,
-		Title: "Ledger status",
-		Description: "What became of a tool call made earlier in this session: whether it ran, " +
-			"succeeded, failed, is still running, waits for approval, was denied, or has an unknown outcome, " +
-			"and its recorded result. Ask by key, or by tool and arguments. Use this instead of repeating a call.",
-		Annotations: readOnly,
-	}, t.status)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        ListTool,
-		Title:       "Ledger list",
-		Description: "The tool calls made in this session, newest first, with key, state, attempts and times.",
-		Annotations: readOnly,
-	}, t.list)
+	return t.Layer
 }
 
-// NewServer is an MCP server holding only the ledger tools, fixed to one
-// tenant and session. Mount it in-process over mcp.NewInMemoryTransports or
-// serve it over stdio.
-func NewServer(store ledger.Store, tenant, session string) *mcp.Server {
-	return NewServerWith(store, tenant, session, ToolsOptions{})
-}
-
-// NewServerWith is NewServer with options.
-func NewServerWith(store ledger.Store, tenant, session string, o ToolsOptions) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpledger-ledger", Version: "0.1.0"}, nil)
-	AddToolsWith(s, store, func(context.Context, *mcp.CallToolRequest) (string, string, error) {
-		return tenant, session, nil
-	}, o)
-	return s
-}
-
-type tools struct {
-	store   ledger.Store
-	scope   ScopeFunc
-	exclude map[string][]string
-	layer   string
-}
-
-func (t tools) scopeOf(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
-	tenant, session, err := t.scope(ctx, req)
-	if err != nil {
-		return "", "", fmt.Errorf("planner: scope: %w", err)
-	}
-	if err := ledger.ValidateTenant(tenant); err != nil {
-		return "", "", fmt.Errorf("planner: scope: %w", err)
+func checkScope(sc Scope) error {
+	if err := ledger.ValidateTenant(sc.Tenant); err != nil {
+		return fmt.Errorf("planner: scope: %w", err)
 	}
 	// List treats an empty session as "every session"; refusing it here
 	// is what keeps one session's calls from another.
-	if session == "" {
-		return "", "", errNoSession
+	if sc.Session == "" {
+		return errNoSession
 	}
-	return tenant, session, nil
+	return nil
 }
 
 // mine reports whether r belongs to the caller. Stores already scope their
@@ -204,38 +160,43 @@ func mine(r *ledger.Record, tenant, session string) bool {
 	return r != nil && r.Tenant == tenant && r.Session == session
 }
 
-func (t tools) status(ctx context.Context, req *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, StatusOutput, error) {
-	tenant, session, err := t.scopeOf(ctx, req)
-	if err != nil {
-		return nil, StatusOutput{}, err
+// Status answers ledger_status: the text the model reads and the
+// structured result.
+func (t *Tools) Status(ctx context.Context, sc Scope, in StatusInput) (string, StatusOutput, error) {
+	if err := checkScope(sc); err != nil {
+		return "", StatusOutput{}, err
 	}
-	var matches []*ledger.Record
+	tenant, session := sc.Tenant, sc.Session
+	var (
+		matches []*ledger.Record
+		err     error
+	)
 	switch {
 	case in.Key != "":
 		if err := ledger.ValidateKey(in.Key); err != nil {
-			return nil, StatusOutput{}, fmt.Errorf("planner: ledger_status: %w", err)
+			return "", StatusOutput{}, fmt.Errorf("planner: ledger_status: %w", err)
 		}
 		matches, err = t.byKey(ctx, tenant, session, in.Tool, in.Key)
 	case in.Tool != "":
 		matches, err = t.byArguments(ctx, tenant, session, in.Tool, in.Arguments)
 	default:
-		return nil, StatusOutput{}, errNoTarget
+		return "", StatusOutput{}, errNoTarget
 	}
 	if err != nil {
-		return nil, StatusOutput{}, err
+		return "", StatusOutput{}, err
 	}
 	if len(matches) == 0 {
-		return text(notFound(in)), StatusOutput{}, nil
+		return notFound(in), StatusOutput{}, nil
 	}
 	r := matches[0]
 	c := newCall(r, true)
 	out := StatusOutput{Found: true, Call: &c, Matches: len(matches)}
-	return text(statusText(r, len(matches))), out, nil
+	return statusText(r, len(matches)), out, nil
 }
 
-func (t tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]*ledger.Record, error) {
+func (t *Tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]*ledger.Record, error) {
 	if tool != "" {
-		r, err := t.store.Get(ctx, ledger.ID{Tenant: tenant, Layer: t.layer, Tool: tool, Key: key})
+		r, err := t.Store.Get(ctx, ledger.ID{Tenant: tenant, Layer: t.layer(), Tool: tool, Key: key})
 		if errors.Is(err, ledger.ErrNotFound) || err == nil && !mine(r, tenant, session) {
 			return nil, nil
 		}
@@ -245,9 +206,9 @@ func (t tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]
 		return []*ledger.Record{r}, nil
 	}
 	var found []*ledger.Record
-	f := ledger.Filter{Tenant: tenant, Layer: t.layer, Session: session, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Limit: ledger.MaxPageSize}
 	for seen := 0; seen < keyScanLimit; {
-		page, err := t.store.List(ctx, f)
+		page, err := t.Store.List(ctx, f)
 		if err != nil {
 			return nil, fmt.Errorf("planner: ledger_status: %w", err)
 		}
@@ -265,17 +226,17 @@ func (t tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]
 	return found, nil
 }
 
-func (t tools) byArguments(ctx context.Context, tenant, session, tool string, args map[string]any) ([]*ledger.Record, error) {
+func (t *Tools) byArguments(ctx context.Context, tenant, session, tool string, args map[string]any) ([]*ledger.Record, error) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: arguments: %w", err)
 	}
-	fp, err := ledger.Fingerprint(raw, t.exclude[tool]...)
+	fp, err := ledger.Fingerprint(raw, t.Exclude[tool]...)
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
 	}
-	recs, err := t.store.FindRecent(ctx, ledger.RecentQuery{
-		Tenant: tenant, Layer: t.layer, Session: session, Tool: tool, Fingerprint: fp,
+	recs, err := t.Store.FindRecent(ctx, ledger.RecentQuery{
+		Tenant: tenant, Layer: t.layer(), Session: session, Tool: tool, Fingerprint: fp,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
@@ -289,12 +250,15 @@ func (t tools) byArguments(ctx context.Context, tenant, session, tool string, ar
 	return found, nil
 }
 
-func (t tools) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
-	tenant, session, err := t.scopeOf(ctx, req)
-	if err != nil {
-		return nil, ListOutput{}, err
+// List answers ledger_list: the text the model reads and the structured
+// result.
+func (t *Tools) List(ctx context.Context, sc Scope, in ListInput) (string, ListOutput, error) {
+	if err := checkScope(sc); err != nil {
+		return "", ListOutput{}, err
 	}
-	f := ledger.Filter{Tenant: tenant, Layer: t.layer, Session: session, Limit: in.Limit}
+	tenant, session := sc.Tenant, sc.Session
+	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Limit: in.Limit}
+	var err error
 	switch {
 	case f.Limit <= 0:
 		f.Limit = DefaultListLimit
@@ -303,12 +267,12 @@ func (t tools) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput)
 	}
 	if in.State != "" {
 		if f.State, err = ledger.ParseState(in.State); err != nil {
-			return nil, ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
+			return "", ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
 		}
 	}
-	page, err := t.store.List(ctx, f)
+	page, err := t.Store.List(ctx, f)
 	if err != nil {
-		return nil, ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
+		return "", ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
 	}
 	out := ListOutput{Calls: []Call{}, More: page.Next != ""}
 	for _, r := range page.Records {
@@ -316,9 +280,5 @@ func (t tools) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput)
 			out.Calls = append(out.Calls, newCall(r, false))
 		}
 	}
-	return text(listText(out)), out, nil
-}
-
-func text(s string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	return listText(out), out, nil
 }

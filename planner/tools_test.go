@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/planner/ledgertools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -16,7 +17,7 @@ const createArgs = `{"sku":"A-1","qty":2,"api_key":"s3cret"}`
 
 func TestToolsAnnotated(t *testing.T) {
 	st := openStore(t, newClock())
-	cs := connect(t, planner.NewServer(st, "acme", "s1"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("ListTools = %v", err)
@@ -50,7 +51,7 @@ func TestStatus(t *testing.T) {
 		result: `{"content":[{"type":"text","text":"order 42 created"}],"structuredContent":{"id":42}}`})
 	seed(t, st, call{tenant: "acme", session: "s1", tool: "send_mail", key: "m-1", args: `{"to":"bob"}`, state: ledger.StateUnknown})
 	seed(t, st, call{tenant: "acme", session: "s1", tool: "pay", key: "p-1", args: `{"amount":5}`, state: ledger.StateDenied, reason: "over\nbudget"})
-	cs := connect(t, planner.NewServer(st, "acme", "s1"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
 
 	cases := []struct {
 		name      string
@@ -120,7 +121,7 @@ func TestStatusLargeResultStaysStructured(t *testing.T) {
 	st := openStore(t, newClock())
 	big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 20<<10) + `"}]}`
 	seed(t, st, call{tenant: "acme", session: "s1", tool: "export", key: "e-1", result: big})
-	cs := connect(t, planner.NewServer(st, "acme", "s1"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
 	var out planner.StatusOutput
 	text, _ := callTool(t, cs, planner.StatusTool, map[string]any{"key": "e-1"}, &out)
 	if strings.Contains(text, "xxxx") || !strings.Contains(text, "structured content") {
@@ -137,7 +138,7 @@ func TestStatusSeveralMatches(t *testing.T) {
 	seed(t, st, call{tenant: "acme", session: "s1", tool: "create_order", key: "same", args: `{"a":1}`})
 	c.Advance(1)
 	seed(t, st, call{tenant: "acme", session: "s1", tool: "refund", key: "same", args: `{"a":1}`, state: ledger.StateProcessing})
-	cs := connect(t, planner.NewServer(st, "acme", "s1"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
 	var out planner.StatusOutput
 	text, _ := callTool(t, cs, planner.StatusTool, map[string]any{"key": "same"}, &out)
 	if out.Matches != 2 || out.Call.Tool != "refund" || !strings.Contains(text, "2 calls match") {
@@ -147,7 +148,7 @@ func TestStatusSeveralMatches(t *testing.T) {
 
 func TestStatusBadInput(t *testing.T) {
 	st := openStore(t, newClock())
-	cs := connect(t, planner.NewServer(st, "acme", "s1"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
 	cases := []struct {
 		name string
 		args map[string]any
@@ -175,7 +176,7 @@ func TestList(t *testing.T) {
 		c.Advance(1e9)
 		seed(t, st, call{tenant: "acme", session: "s1", tool: "t", key: "k-" + string(rune('a'+i)), state: s})
 	}
-	cs := connect(t, planner.NewServer(st, "acme", "s1"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
 	cases := []struct {
 		name     string
 		args     map[string]any
@@ -239,7 +240,7 @@ func TestIsolation(t *testing.T) {
 	for _, f := range foreign {
 		seed(t, st, f)
 	}
-	cs := connect(t, planner.NewServer(st, "acme", "mine"))
+	cs := connect(t, ledgertools.NewServer(st, "acme", "mine", nil))
 
 	for _, f := range foreign {
 		t.Run(f.key, func(t *testing.T) {
@@ -314,13 +315,13 @@ func TestScopePerConnection(t *testing.T) {
 
 	scopes := map[*mcp.ServerSession]string{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "proxy", Version: "1"}, nil)
-	planner.AddTools(server, st, func(_ context.Context, req *mcp.CallToolRequest) (string, string, error) {
+	ledgertools.Add(server, st, func(_ context.Context, req *mcp.CallToolRequest) (string, string, error) {
 		session, ok := scopes[req.Session]
 		if !ok {
 			return "", "", errors.New("unknown connection")
 		}
 		return "acme", session, nil
-	})
+	}, nil)
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	sessions := map[string]*mcp.ClientSession{}
@@ -368,7 +369,7 @@ func TestScopeRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := connect(t, planner.NewServer(st, tc.tenant, tc.session))
+			cs := connect(t, ledgertools.NewServer(st, tc.tenant, tc.session, nil))
 			for _, q := range []struct {
 				tool string
 				args map[string]any

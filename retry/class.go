@@ -10,8 +10,6 @@ import (
 	"syscall"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -48,21 +46,24 @@ func (c Class) String() string {
 	return "class(" + strconv.Itoa(int(c)) + ")"
 }
 
-// Classify tells what err, returned by a go-sdk ClientSession call, means
-// for the operation. A nil error is Permanent (there is nothing to retry).
+// Classify tells what err, the failure of one call as an SDK adapter
+// reports it (Wrap), means for the operation. A nil error is Permanent
+// (there is nothing to retry).
 // An error marked with Stop is Permanent. Anything not recognised is
 // Ambiguous: an unrecognised failure may have happened after the server
 // executed the call, and treating it as retryable could run it twice.
 //
 // The cases follow how go-sdk v1.8.0 reports failures (mcp/transport.go
-// call, internal/jsonrpc2/conn.go, mcp/streamable.go Write/checkResponse):
+// call, internal/jsonrpc2/conn.go, mcp/streamable.go Write/checkResponse),
+// as package client translates them; the mcp-go adapter maps its SDK's
+// failures onto the same facts:
 //
 //   - context deadline or cancel: the context's error, while the request may
 //     already be running at the server: Ambiguous.
-//   - mcp.ErrConnectionClosed: the session was already dead when the call was
+//   - ErrConnectionClosed (go-sdk's mcp.ErrConnectionClosed): the session was already dead when the call was
 //     made (or the peer answered -32004 "server is closing"), so the request
 //     was never written: Transient.
-//   - mcp.ErrSessionMissing (HTTP 404 for a known session): the server
+//   - ErrSessionMissing (go-sdk's mcp.ErrSessionMissing, HTTP 404 for a known session): the server
 //     dropped the session and handled nothing: Transient.
 //   - io.EOF, a reset: the peer went away with the call in flight:
 //     Ambiguous. EPIPE on the write: the peer stopped reading before the
@@ -87,7 +88,7 @@ func Classify(err error) Class {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return Ambiguous
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, mcp.ErrSessionMissing):
+	case errors.Is(err, ErrConnectionClosed), errors.Is(err, ErrSessionMissing):
 		return Transient
 	case errors.Is(err, ledger.ErrKeyReused), errors.Is(err, ledger.ErrInvalidKey),
 		errors.Is(err, ledger.ErrInvalidTenant):
@@ -102,11 +103,11 @@ func Classify(err error) Class {
 	for _, je := range jsonrpcErrors(err) {
 		switch je.Code {
 		case CodeKeyReused, CodeKeyRequired,
-			jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest,
-			jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams,
-			codeResourceNotFound, mcp.CodeHeaderMismatch,
-			mcp.CodeMissingRequiredClientCapabilities,
-			mcp.CodeUnsupportedProtocolVersion, mcp.CodeURLElicitationRequired:
+			ledger.CodeParseError, ledger.CodeInvalidRequest,
+			ledger.CodeMethodNotFound, ledger.CodeInvalidParams,
+			codeResourceNotFound, codeHeaderMismatch,
+			codeMissingRequiredClientCapabilities,
+			codeUnsupportedProtocolVersion, codeURLElicitationRequired:
 			return Permanent
 		case CodeInProgress:
 			return Transient
@@ -155,7 +156,7 @@ func Classify(err error) Class {
 // "rejected by transport" and kept the connection on purpose, even when it
 // wraps an EOF from one dropped HTTP request.
 func SessionLost(err error) bool {
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, ErrSessionMissing) {
 		return true
 	}
 	if len(jsonrpcErrors(err)) > 0 {
@@ -208,6 +209,16 @@ func notSent(err error) bool {
 	var opErr *net.OpError
 	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
+
+// MCP's protocol codes (go-sdk v1.8.0 names them mcp.CodeHeaderMismatch,
+// mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion
+// and mcp.CodeURLElicitationRequired): refusals before any tool ran.
+const (
+	codeHeaderMismatch                    = -32020
+	codeMissingRequiredClientCapabilities = -32021
+	codeUnsupportedProtocolVersion        = -32022
+	codeURLElicitationRequired            = -32042
+)
 
 // Codes go-sdk uses without exporting a name for them in v1.8.0.
 const (

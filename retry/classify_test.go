@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
@@ -38,10 +39,10 @@ func check(t *testing.T, s *mcptest.Server, err error, want retry.Class, lost bo
 	if err == nil {
 		t.Fatalf("CallTool succeeded; want a failure classified %v", want)
 	}
-	if got := retry.Classify(err); got != want {
+	if got := retry.Classify(client.Neutral(err)); got != want {
 		t.Errorf("Classify(%v) = %v; want %v", err, got, want)
 	}
-	if got := retry.SessionLost(err); got != lost {
+	if got := retry.SessionLost(client.Neutral(err)); got != lost {
 		t.Errorf("SessionLost(%v) = %v; want %v", err, got, lost)
 	}
 	if got := s.Executions("k"); got != execs {
@@ -339,7 +340,7 @@ func TestClassifyHTTPErrorBody(t *testing.T) {
 	if !errors.Is(err, &jsonrpc.Error{Code: -32005}) || !strings.Contains(err.Error(), "key reused") {
 		t.Errorf("CallTool = %v; want -32005 carrying the body's error", err)
 	}
-	if r := retry.Reason(err); r != retry.ReasonKeyReused {
+	if r := retry.Reason(client.Neutral(err)); r != retry.ReasonKeyReused {
 		t.Errorf("Reason(%v) = %q; want %q", err, r, retry.ReasonKeyReused)
 	}
 	check(t, s, err, retry.Permanent, false, 0)
@@ -360,7 +361,7 @@ func TestClassifyPlainErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := retry.Classify(tt.err); got != tt.want {
+			if got := retry.Classify(client.Neutral(tt.err)); got != tt.want {
 				t.Errorf("Classify(%v) = %v; want %v", tt.err, got, tt.want)
 			}
 		})

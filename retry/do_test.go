@@ -11,7 +11,9 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 )
 
 // fakeClock is a backoff.Clock that moves only when the fake timer fires.
@@ -149,7 +151,7 @@ func TestDoSchedule(t *testing.T) {
 			name:      "retryAfter from the server lengthens the wait",
 			policy:    func(p *retry.Policy) { p.Rand = constRand(0) },
 			failures:  2,
-			err:       retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", 1500*time.Millisecond),
+			err:       client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", 1500*time.Millisecond)),
 			wantCalls: 3,
 			wantWaits: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond},
 		},
@@ -157,7 +159,7 @@ func TestDoSchedule(t *testing.T) {
 			name:      "jitter above retryAfter is kept",
 			policy:    func(p *retry.Policy) { p.Rand, p.InitialInterval = constRand(1), time.Second },
 			failures:  1,
-			err:       retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", 10*time.Millisecond),
+			err:       client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", 10*time.Millisecond)),
 			wantCalls: 2,
 			wantWaits: []time.Duration{time.Second},
 		},
@@ -165,7 +167,7 @@ func TestDoSchedule(t *testing.T) {
 			name:      "retryAfter past MaxElapsed gives up",
 			policy:    func(p *retry.Policy) { p.MaxElapsed = time.Second },
 			failures:  1,
-			err:       retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", 2*time.Second),
+			err:       client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", 2*time.Second)),
 			wantCalls: 1,
 			wantErr:   retry.ErrExhausted,
 		},

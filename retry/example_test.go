@@ -5,19 +5,21 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 )
 
 // A server busy with the same key answers -31002 with retryAfterMs: Do waits
 // at least that long and sends the call again; a failure that is not
 // transient stops the loop.
 func ExampleDo() {
-	busy := retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "operation in progress", 20*time.Millisecond)
+	busy := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "operation in progress", 20*time.Millisecond))
 	policy := &retry.Policy{
 		InitialInterval: time.Millisecond,
 		OnRetry: func(err error, next time.Duration, attempt int) {
 			fmt.Printf("attempt %d: %v (%s), waiting at least 20ms: %v\n",
-				attempt, retry.Reason(err), retry.Classify(err), next >= 20*time.Millisecond)
+				attempt, retry.Reason(client.Neutral(err)), retry.Classify(client.Neutral(err)), next >= 20*time.Millisecond)
 		},
 	}
 	err := retry.Do(context.Background(), policy, func(ctx context.Context, attempt int) error {
@@ -36,10 +38,10 @@ func ExampleDo() {
 }
 
 func ExampleClassify() {
-	keyReused := retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0)
-	fmt.Println(retry.Classify(keyReused))
-	fmt.Println(retry.Classify(context.DeadlineExceeded))
-	fmt.Println(retry.Classify(retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "unknown", 0)))
+	keyReused := server.Error(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0)
+	fmt.Println(retry.Classify(client.Neutral(keyReused)))
+	fmt.Println(retry.Classify(client.Neutral(context.DeadlineExceeded)))
+	fmt.Println(retry.Classify(client.Neutral(server.Error(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "unknown", 0))))
 	// Output:
 	// permanent
 	// ambiguous

@@ -10,7 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 )
 
 // FuzzErrorData feeds arbitrary error data and messages to the readers of
@@ -24,14 +26,15 @@ func FuzzErrorData(f *testing.F) {
 	f.Add(int64(0), []byte(`[1,2`), "Too Many Requests")
 	f.Fuzz(func(t *testing.T, code int64, data []byte, msg string) {
 		err := fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: code, Message: msg, Data: data})
-		if d, ok := retry.RetryAfter(err); ok && (d <= 0 || code != retry.CodeInProgress) {
+		if d, ok := retry.RetryAfter(client.Neutral(err)); ok && (d <= 0 || code != retry.CodeInProgress) {
 			t.Errorf("RetryAfter(%v) = %v, true; want a positive wait from -31002 only", err, d)
 		}
-		c := retry.Classify(err)
+		c := retry.Classify(client.Neutral(err))
 		if c < retry.Permanent || c > retry.Unknown {
 			t.Errorf("Classify(%v) = %v; want a known class", err, c)
 		}
-		if retry.Classify(err) != c || retry.Reason(err) != retry.Reason(err) {
+		first, second := retry.Reason(client.Neutral(err)), retry.Reason(client.Neutral(err))
+		if retry.Classify(client.Neutral(err)) != c || first != second {
 			t.Errorf("Classify or Reason of %v is not deterministic", err)
 		}
 
@@ -41,11 +44,11 @@ func FuzzErrorData(f *testing.F) {
 			reason = string(data)
 		}
 		after := time.Duration(len(msg)) * time.Millisecond
-		built := retry.ServerError(retry.CodeInProgress, reason, msg, after)
-		if got := retry.Reason(built); got != reason {
+		built := server.Error(retry.CodeInProgress, reason, msg, after)
+		if got := retry.Reason(client.Neutral(built)); got != reason {
 			t.Errorf("Reason(ServerError(reason %q)) = %q", reason, got)
 		}
-		got, ok := retry.RetryAfter(errors.Join(errors.New("x"), built))
+		got, ok := retry.RetryAfter(client.Neutral(errors.Join(errors.New("x"), built)))
 		if ok != (after > 0) || (ok && got != after) {
 			t.Errorf("RetryAfter(ServerError(%v)) = %v, %v", after, got, ok)
 		}
@@ -54,13 +57,13 @@ func FuzzErrorData(f *testing.F) {
 
 func BenchmarkClassify(b *testing.B) {
 	errs := map[string]error{
-		"server code": fmt.Errorf("calling %q: %w", "tools/call", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)),
+		"server code": fmt.Errorf("calling %q: %w", "tools/call", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)),
 		"plain":       errors.New("something odd"),
 	}
 	for name, err := range errs {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				retry.Classify(err)
+				retry.Classify(client.Neutral(err))
 			}
 		})
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
@@ -21,7 +19,7 @@ func Failure(err error, maybeSent bool, attempts int) ledger.Report {
 	switch cls := Classify(err); {
 	case cls == Permanent:
 		rep.On, rep.ErrorKind = ledger.OnRefused, permanentKind(err)
-		var je *jsonrpc.Error
+		var je *RPCError
 		if errors.As(err, &je) && je.Message != "" {
 			// The server's own words, not an SDK's wrapping of them: the
 			// record reads the same whichever SDK sent the call.
@@ -40,7 +38,7 @@ func permanentKind(err error) string {
 	if r := Reason(err); r != "" {
 		return r
 	}
-	var je *jsonrpc.Error
+	var je *RPCError
 	if errors.As(err, &je) {
 		return fmt.Sprintf("jsonrpc_%d", je.Code)
 	}

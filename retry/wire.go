@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -27,21 +25,7 @@ const (
 
 type errorData = wire.ErrorData
 
-// ServerError builds the JSON-RPC error a server returns for one of the codes
-// above. A tool handler or middleware returns it as its error and go-sdk
-// sends code, message and data unchanged. retryAfter is rounded up to whole
-// milliseconds and left out when not positive.
-func ServerError(code int64, reason, message string, retryAfter time.Duration) *jsonrpc.Error {
-	d := errorData{Reason: reason, RetryAfterMs: wire.RetryAfterMs(retryAfter)}
-	data, err := json.Marshal(d)
-	if err != nil {
-		// Marshalling a string and an integer cannot fail.
-		panic("retry: encoding error data: " + err.Error())
-	}
-	return &jsonrpc.Error{Code: code, Message: message, Data: data}
-}
-
-// Reason returns data.reason of the first *jsonrpc.Error in err's chain that
+// Reason returns data.reason of the first *RPCError in err's chain that
 // has one, or "" when there is none.
 func Reason(err error) string {
 	for _, je := range jsonrpcErrors(err) {
@@ -83,7 +67,7 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-func decodeData(je *jsonrpc.Error) (errorData, bool) {
+func decodeData(je *RPCError) (errorData, bool) {
 	var d errorData
 	if len(je.Data) == 0 {
 		return d, false
@@ -95,11 +79,11 @@ func decodeData(je *jsonrpc.Error) (errorData, bool) {
 	return d, true
 }
 
-// jsonrpcErrors lists every *jsonrpc.Error in err's tree, outermost first.
-func jsonrpcErrors(err error) []*jsonrpc.Error {
-	var out []*jsonrpc.Error
+// jsonrpcErrors lists every *RPCError in err's tree, outermost first.
+func jsonrpcErrors(err error) []*RPCError {
+	var out []*RPCError
 	walk(err, func(e error) {
-		if je, ok := e.(*jsonrpc.Error); ok && je != nil {
+		if je, ok := e.(*RPCError); ok && je != nil {
 			out = append(out, je)
 		}
 	})

@@ -10,7 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 )
 
 // errorServer connects a client to an in-memory server whose tool "fail"
@@ -44,13 +46,13 @@ func TestServerErrorOverTheWire(t *testing.T) {
 		wantAfter  time.Duration
 		wantClass  retry.Class
 	}{
-		{"key reused", retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0), retry.ReasonKeyReused, 0, retry.Permanent},
-		{"in progress with retryAfter", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 250*time.Millisecond), retry.ReasonInProgress, 250 * time.Millisecond, retry.Transient},
-		{"in progress rounds up to ms", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 1500*time.Microsecond), retry.ReasonInProgress, 2 * time.Millisecond, retry.Transient},
-		{"in progress without retryAfter", retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 0), retry.ReasonInProgress, 0, retry.Transient},
-		{"outcome unknown", retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "lease expired", 0), retry.ReasonOutcomeUnknown, 0, retry.Unknown},
-		{"key required", retry.ServerError(retry.CodeKeyRequired, retry.ReasonKeyRequired, "no key", 0), retry.ReasonKeyRequired, 0, retry.Permanent},
-		{"key invalid", retry.ServerError(retry.CodeKeyRequired, retry.ReasonKeyInvalid, "bad key", 0), retry.ReasonKeyInvalid, 0, retry.Permanent},
+		{"key reused", server.Error(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0), retry.ReasonKeyReused, 0, retry.Permanent},
+		{"in progress with retryAfter", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 250*time.Millisecond), retry.ReasonInProgress, 250 * time.Millisecond, retry.Transient},
+		{"in progress rounds up to ms", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 1500*time.Microsecond), retry.ReasonInProgress, 2 * time.Millisecond, retry.Transient},
+		{"in progress without retryAfter", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 0), retry.ReasonInProgress, 0, retry.Transient},
+		{"outcome unknown", server.Error(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "lease expired", 0), retry.ReasonOutcomeUnknown, 0, retry.Unknown},
+		{"key required", server.Error(retry.CodeKeyRequired, retry.ReasonKeyRequired, "no key", 0), retry.ReasonKeyRequired, 0, retry.Permanent},
+		{"key invalid", server.Error(retry.CodeKeyRequired, retry.ReasonKeyInvalid, "bad key", 0), retry.ReasonKeyInvalid, 0, retry.Permanent},
 		{"invalid params", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}, "", 0, retry.Permanent},
 		{"invalid request", &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "bad"}, "", 0, retry.Permanent},
 		{"method not found", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "bad"}, "", 0, retry.Permanent},
@@ -69,14 +71,14 @@ func TestServerErrorOverTheWire(t *testing.T) {
 			if !errors.As(err, &je) || je.Code != tt.err.Code {
 				t.Fatalf("CallTool error = %v; want code %d", err, tt.err.Code)
 			}
-			if got := retry.Reason(err); got != tt.wantReason {
+			if got := retry.Reason(client.Neutral(err)); got != tt.wantReason {
 				t.Errorf("Reason(%v) = %q; want %q", err, got, tt.wantReason)
 			}
-			got, ok := retry.RetryAfter(err)
+			got, ok := retry.RetryAfter(client.Neutral(err))
 			if got != tt.wantAfter || ok != (tt.wantAfter > 0) {
 				t.Errorf("RetryAfter(%v) = %v, %v; want %v", err, got, ok, tt.wantAfter)
 			}
-			if got := retry.Classify(err); got != tt.wantClass {
+			if got := retry.Classify(client.Neutral(err)); got != tt.wantClass {
 				t.Errorf("Classify(%v) = %v; want %v", err, got, tt.wantClass)
 			}
 		})
@@ -85,20 +87,20 @@ func TestServerErrorOverTheWire(t *testing.T) {
 
 func TestReasonAndRetryAfterOnPlainErrors(t *testing.T) {
 	for _, err := range []error{nil, errors.New("x"), fmt.Errorf("wrapped: %w", &jsonrpc.Error{Code: 1})} {
-		if r := retry.Reason(err); r != "" {
+		if r := retry.Reason(client.Neutral(err)); r != "" {
 			t.Errorf("Reason(%v) = %q; want empty", err, r)
 		}
-		if d, ok := retry.RetryAfter(err); ok {
+		if d, ok := retry.RetryAfter(client.Neutral(err)); ok {
 			t.Errorf("RetryAfter(%v) = %v, true; want false", err, d)
 		}
 	}
 	// RetryAfter reads only the in_progress code, whatever else says retryAfterMs.
-	other := retry.ServerError(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "x", time.Second)
-	if d, ok := retry.RetryAfter(other); ok {
+	other := server.Error(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "x", time.Second)
+	if d, ok := retry.RetryAfter(client.Neutral(other)); ok {
 		t.Errorf("RetryAfter(%v) = %v, true; want false for code %d", other, d, other.Code)
 	}
-	wrapped := fmt.Errorf("calling: %w", errors.Join(errors.New("a"), retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "x", time.Second)))
-	if d, ok := retry.RetryAfter(wrapped); !ok || d != time.Second {
+	wrapped := fmt.Errorf("calling: %w", errors.Join(errors.New("a"), server.Error(retry.CodeInProgress, retry.ReasonInProgress, "x", time.Second)))
+	if d, ok := retry.RetryAfter(client.Neutral(wrapped)); !ok || d != time.Second {
 		t.Errorf("RetryAfter(%v) = %v, %v; want 1s, true", wrapped, d, ok)
 	}
 }
@@ -121,10 +123,10 @@ func TestServerTextIsNotAnHTTPStatus(t *testing.T) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream said: Unauthorized"}
 	})
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fail"})
-	if got := retry.Classify(err); got != retry.Ambiguous {
+	if got := retry.Classify(client.Neutral(err)); got != retry.Ambiguous {
 		t.Errorf("Classify(%v) = %v; want ambiguous", err, got)
 	}
-	if retry.SessionLost(err) {
+	if retry.SessionLost(client.Neutral(err)) {
 		t.Errorf("SessionLost(%v) = true; want false", err)
 	}
 }

@@ -316,3 +316,35 @@ func TestMultiRoundTripContinuationIsTheSameOperation(t *testing.T) {
 		t.Errorf("record = %+v, %v; want SUCCEEDED after 2 attempts (the question and the continuation)", rec, err)
 	}
 }
+
+// A sweep purges at most Options.SweepLimit records past retention; the
+// backlog goes at the next sweeps, and records still within retention
+// stay.
+func TestSweepIsBounded(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	settle := func(key string, retention time.Duration) {
+		c, err := st.Claim(ctx, ledger.ClaimRequest{ID: orderID(key), Fingerprint: "f", Owner: "o", Retention: retention})
+		if err != nil {
+			t.Fatalf("Claim(%s): %v", key, err)
+		}
+		if _, err := st.Transition(ctx, ledger.Transition{ID: orderID(key), From: ledger.StateProcessing, To: ledger.StateSucceeded,
+			Owner: "o", Fence: c.Record.Fence, AddAttempts: 1}); err != nil {
+			t.Fatalf("Transition(%s): %v", key, err)
+		}
+	}
+	for i := range 5 {
+		settle(fmt.Sprintf("old-%d", i), time.Hour)
+	}
+	settle("young", 48*time.Hour)
+	later := time.Now().Add(2 * time.Hour)
+	g := server.New(st, &server.Options{Logger: quietLogger(), SweepLimit: 2, Now: func() time.Time { return later }})
+	for i, want := range []int{2, 2, 1, 0} {
+		if _, purged := g.Sweep(ctx); purged != want {
+			t.Errorf("sweep %d purged %d records; want %d (at most SweepLimit 2 a sweep)", i+1, purged, want)
+		}
+	}
+	if _, err := st.Get(ctx, orderID("young")); err != nil {
+		t.Errorf("Get(young) after the sweeps = %v; want it kept", err)
+	}
+}

@@ -63,6 +63,10 @@ type Options struct {
 	Retention time.Duration
 	// SweepEvery is the period of Run (Lease/4 when zero, at least 100ms).
 	SweepEvery time.Duration
+	// SweepLimit is the most records one sweep purges, so a sweep does
+	// bounded work however large the backlog; the rest waits for the next
+	// sweep (ledger.DefaultSweepLimit when zero).
+	SweepLimit int
 
 	// MaxResult is the stored size past which a result is compacted
 	// (ledger.DefaultMaxResult when zero).
@@ -128,6 +132,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.SweepEvery <= 0 {
 		c.SweepEvery = max(c.Lease/4, 100*time.Millisecond)
+	}
+	if c.SweepLimit <= 0 {
+		c.SweepLimit = ledger.DefaultSweepLimit
 	}
 	if c.MaxResult <= 0 {
 		c.MaxResult = ledger.DefaultMaxResult

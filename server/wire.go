@@ -32,6 +32,15 @@ const (
 	reasonKeyInvalid     = wire.ReasonKeyInvalid
 )
 
+// Error builds the JSON-RPC error a server returns for one of the
+// mcpledger codes (package wire: -31001..-31004), with data.reason and,
+// when positive, data.retryAfterMs rounded up to whole milliseconds. A tool
+// handler or middleware returns it as its error and go-sdk sends code,
+// message and data unchanged.
+func Error(code int64, reason, message string, retryAfter time.Duration) *jsonrpc.Error {
+	return wireError(code, reason, "", "", message, retryAfter)
+}
+
 // wireError builds one of the -3100x errors (caller.Refuse) as go-sdk's
 // error value.
 func wireError(code int64, reason, key, state, msg string, retryAfter time.Duration) *jsonrpc.Error {

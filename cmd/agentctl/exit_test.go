@@ -16,11 +16,12 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
 func TestCallReason(t *testing.T) {
-	inProgress := retry.ServerError(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)
+	inProgress := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second))
 	clientErr := func(err error, state ledger.State) error {
 		return &client.Error{Tool: "pay", Key: "k", State: state, Err: err}
 	}
@@ -36,7 +37,7 @@ func TestCallReason(t *testing.T) {
 		{"key reused", clientErr(ledger.ErrKeyReused, ledger.StateSucceeded), ledger.StateSucceeded, false, false, reasonKeyReused, exitUsage},
 		{"invalid key", ledger.ErrInvalidKey, "", false, false, reasonInvalidKey, exitUsage},
 		{"arguments too large", fmt.Errorf("%w: 2 MiB", client.ErrArgumentsTooLarge), "", false, false, reasonArgumentsTooLarge, exitUsage},
-		{"invalid params before the tool", clientErr(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}, ledger.StateFailed), ledger.StateFailed, false, false, reasonRejected, exitUsage},
+		{"invalid params before the tool", clientErr(client.Neutral(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}), ledger.StateFailed), ledger.StateFailed, false, false, reasonRejected, exitUsage},
 		{"REJECTED", clientErr(errors.New("refused"), ledger.StateRejected), ledger.StateRejected, false, false, reasonRejected, exitUsage},
 		{"no one to confirm", confirm.ErrNoConfirmer, "", false, false, reasonNoConfirmer, exitUsage},
 		{"no one to confirm, as the client says it", clientErr(fmt.Errorf("%w: no one confirmed the call: %w", client.ErrRejected, confirm.ErrNoConfirmer), ledger.StateRejected), ledger.StateRejected, false, false, reasonNoConfirmer, exitUsage},

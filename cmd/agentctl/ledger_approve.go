@@ -170,10 +170,15 @@ func (a *app) awaitingError(tool, key string, err error) error {
 // waitApproval calls again, under the queued call's key, until a person
 // decides or wait runs out. The ledger keeps the queued call, not this
 // process: giving up changes nothing.
-func waitApproval(ctx context.Context, cl *client.Client, p *mcp.CallToolParams, wait time.Duration, first error) (*client.Outcome, error) {
+func waitApproval(ctx context.Context, cl *client.Client, p *mcp.CallToolParams, wait time.Duration, first error, st *status) (*client.Outcome, error) {
 	ce, ok := errors.AsType[*client.Error](first)
 	if !ok || ce.Key == "" {
 		return nil, first
+	}
+	if up, ok := errors.AsType[*client.UpstreamApproval](first); ok {
+		st.set("waiting up to %s for a person to approve %s at the server it was sent to (its key %s)", wait, p.Name, up.Key)
+	} else {
+		st.set("waiting up to %s for a person to approve %s (key %s): agentctl ledger approve %s", wait, p.Name, ce.Key, ce.Key)
 	}
 	ctx = client.WithKey(ctx, ce.Key)
 	deadline := time.NewTimer(wait)

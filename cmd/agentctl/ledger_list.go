@@ -49,7 +49,7 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "CREATED", "LAYER", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 1, 4, 5)
+			t := newTable(a.io.Out, a.colour(), "CREATED", "LAYER", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 1, 4, 5).giveUpFirst(6, 1)
 			for _, r := range records {
 				t.row(timeText(r.CreatedAt), layerText(r.Layer), r.Tool, r.Key, t.paint(stateColour(r.State), string(r.State)),
 					strconv.Itoa(r.Attempts), orDash(r.Session))

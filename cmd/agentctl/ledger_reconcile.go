@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
@@ -18,10 +17,6 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
 // KindReconciled is the ErrorKind of a record a person reconciled; its
 // ErrorMessage says who, when and the note.
 const kindReconciled = ledger.KindReconciled
-
-// metaReconciled marks the result of a reconciled record, beside the replay
-// marker, so a runtime can tell it from a result the tool returned.
-const metaReconciled = wire.MetaReconciled
 
 func newLedgerReconcileCmd(a *app) *cobra.Command {
 	var as, note, tool string

@@ -63,6 +63,7 @@ func (a *app) showRecord(r *ledger.Record) error {
 	t.row("layer", layerText(r.Layer))
 	t.row("session", orDash(r.Session))
 	t.row("state", t.paint(stateColour(r.State), string(r.State)))
+	t.row("meaning", ledger.Meaning(r))
 	t.row("attempts", strconv.Itoa(r.Attempts))
 	t.row("arguments", orDash(string(r.Arguments)))
 	t.row("fingerprint", r.Fingerprint)

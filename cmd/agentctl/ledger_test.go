@@ -208,6 +208,29 @@ func TestLedgerPurge(t *testing.T) {
 		t.Errorf("fresh after a refused purge = %s; want SUCCEEDED", r.State)
 	}
 
+	// --dry-run counts what would go, per state, and deletes nothing.
+	dry := inProcess(t, env, nil, "ledger", "purge", "--older-than", "1d", "--dry-run")
+	dry.wantExit(t, exitOK)
+	for _, want := range []string{"would purge 4 records, created ", "SUCCEEDED       2", "FAILED          1", "DENIED          1", "nothing was deleted"} {
+		if !strings.Contains(dry.stdout, want) {
+			t.Errorf("purge --dry-run printed %q; want it to show %q", dry.stdout, want)
+		}
+	}
+	dryJSON := inProcess(t, env, nil, "--json", "ledger", "purge", "--older-than", "1d", "--dry-run")
+	dryJSON.wantExit(t, exitOK)
+	type dryRun struct {
+		DryRun         bool                 `json:"dryRun"`
+		Records        int                  `json:"records"`
+		ByState        map[ledger.State]int `json:"byState"`
+		Oldest, Newest time.Time
+	}
+	if got := jsonLines[dryRun](t, dryJSON.stdout); len(got) != 1 || !got[0].DryRun || got[0].Records != 4 || got[0].ByState[ledger.StateSucceeded] != 2 || got[0].Oldest.IsZero() {
+		t.Errorf("purge --dry-run --json = %s; want 4 records, 2 SUCCEEDED, and the oldest", dryJSON.stdout)
+	}
+	if r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-1"}); r.State != ledger.StateSucceeded {
+		t.Errorf("order-1 after --dry-run = %s; want it kept", r.State)
+	}
+
 	o := inProcess(t, env, nil, "--json", "ledger", "purge", "--older-than", "1d")
 	o.wantExit(t, exitOK)
 	got := jsonLines[map[string]int](t, o.stdout)

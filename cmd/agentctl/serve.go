@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/mcpledger/mcpledger/planner"
+	"github.com/mcpledger/mcpledger/planner/ledgertools"
 )
 
 func init() { register(newServeCmd) }
@@ -36,7 +36,7 @@ A host configures it like any stdio server, for example:
 			if err != nil {
 				return err
 			}
-			srv := planner.NewServer(st, a.tenant, session)
+			srv := ledgertools.NewServer(st, a.tenant, session, nil)
 			t := &mcp.IOTransport{Reader: io.NopCloser(a.io.In), Writer: nopWriteCloser{a.io.Out}}
 			err = srv.Run(c.Context(), t)
 			if err == nil || errors.Is(err, io.EOF) || c.Context().Err() != nil {

@@ -83,10 +83,6 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 }
 
 func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.Store, error) {
-	if err := sqlite.Available(); err != nil {
-		// A build without cgo: nothing about the file is wrong.
-		return nil, exitf(exitUnreachable, "%v", err)
-	}
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && mode != readWrite:

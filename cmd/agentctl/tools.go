@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 )
 
@@ -39,7 +40,7 @@ func newToolsCmd(a *app) *cobra.Command {
 			}
 			server := serverName(cs, &up)
 			verdict := func(tool *mcp.Tool) confirm.Verdict {
-				return pol.Decide(confirm.Tool{Name: tool.Name, Server: server, Annotations: tool.Annotations})
+				return pol.Decide(confirm.Tool{Name: tool.Name, Server: server, Hints: client.Hints(tool.Annotations)})
 			}
 			if a.json {
 				for _, tool := range tools {

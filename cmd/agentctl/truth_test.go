@@ -317,3 +317,76 @@ func fill(t *testing.T, path string) {
 		}
 	}
 }
+
+// Twenty agents pay through one proxy on PostgreSQL, and PostgreSQL goes
+// down once every payment is made, before the proxy records a result.
+// Every paid key answers UNKNOWN (or, had its result landed first, the
+// result), never "failed"; once PostgreSQL is back the same calls resolve
+// to their first payments without a person, and nothing is paid twice.
+func TestTruthProxyPostgresOutageManyClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("twenty agentctl processes and a PostgreSQL restart; skipped with -short")
+	}
+	pg := pgtest.StartServer(t)
+	e := newE2E(t)
+	slow := []string{e.payments, "-db", e.payDB, "-fault", "handler-committed=sleep:2s"}
+	policy := filepath.Join(e.dir, "allow.json")
+	if err := os.WriteFile(policy, []byte(`{"version":1,"rules":[{"tool":"create_payment","action":"allow","note":"test"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(append([]string{}, e.env...), "MCPLEDGER_LEDGER="+pg.URL)
+	url := listeningProxy(t, env, append([]string{"--wait", "1s", "--policy", policy, "--"}, slow...)...)
+
+	const clients = 20
+	keys := make([]string, clients)
+	done := make(chan struct {
+		key string
+		o   outcome
+	}, clients)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("outage-%02d", i)
+		go func(key string) {
+			o := e.runQuiet(append([]string{"call", "--url", url, "--yes", "--key", key}, pay...)...)
+			done <- struct {
+				key string
+				o   outcome
+			}{key, o}
+		}(keys[i])
+	}
+	waitFor(t, "all twenty payments", func() bool {
+		for _, k := range keys {
+			if e.paymentsFor(k) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := pg.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	exits := map[int]int{}
+	for range keys {
+		r := <-done
+		exits[r.o.code]++
+		if r.o.code != exitUnknown && r.o.code != exitOK {
+			t.Errorf("%s, paid, exited %d during the outage; want %d (unknown) or 0\nstderr: %s", r.key, r.o.code, exitUnknown, r.o.stderr)
+		}
+		if st := e.record(r.key).State; st == ledger.StateFailed {
+			t.Errorf("%s, paid, is FAILED at the client", r.key)
+		}
+	}
+	t.Logf("exit codes during the outage: %v", exits)
+
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		e.runQuiet(append([]string{"call", "--url", url, "--yes", "--key", k}, pay...)...).wantExit(t, exitOK)
+		if n := e.paymentsFor(k); n != 1 {
+			t.Errorf("payments for %s after the outage = %d; want 1", k, n)
+		}
+		if st := e.record(k).State; st != ledger.StateSucceeded {
+			t.Errorf("client record of %s after the outage = %s; want SUCCEEDED", k, st)
+		}
+	}
+}

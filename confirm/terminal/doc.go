@@ -6,6 +6,6 @@
 // client or server gets no terminal UI library; cmd/agentctl and programs
 // that want the prompt import it.
 //
-//	c := confirm.Chain(confirm.ElicitFor(callReq), &terminal.Prompt{})
+//	c := confirm.Chain(elicit.For(callReq), &terminal.Prompt{})
 //	answer, err := c.Confirm(ctx, confirm.Request{Tool: "create_payment", Key: key})
 package terminal

@@ -6,20 +6,19 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func ptr(b bool) *bool { return &b }
 
 func sampleRequest() confirm.Request {
 	return confirm.Request{
-		Tenant:      "acme",
-		Session:     "s-1",
-		Server:      "payments",
-		Tool:        "create_payment",
-		Key:         "order-42",
-		Arguments:   json.RawMessage(`{"amount":1250,"currency":"EUR","card_token":"[REDACTED]"}`),
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+		Tenant:    "acme",
+		Session:   "s-1",
+		Server:    "payments",
+		Tool:      "create_payment",
+		Key:       "order-42",
+		Arguments: json.RawMessage(`{"amount":1250,"currency":"EUR","card_token":"[REDACTED]"}`),
+		Hints:     &confirm.Hints{Destructive: ptr(false), OpenWorld: ptr(true)},
 		Earlier: []*ledger.Record{{
 			ID:        ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "order-41"},
 			State:     ledger.StateSucceeded,

@@ -30,6 +30,7 @@ type view struct {
 	Records   []*ledger.Record
 	Next      template.URL // query of the next page; "" on the last
 	Record    *ledger.Record
+	Meaning   string // what the record's state means (ledger.Meaning)
 	Timeline  []audit.Entry
 	Arguments string
 	Result    string
@@ -232,7 +233,7 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := &view{Title: rec.Tool + " " + rec.Key, Nav: "records", Tenant: rec.Tenant, Record: rec, Timeline: audit.Timeline(rec)}
+	v := &view{Title: rec.Tool + " " + rec.Key, Nav: "records", Tenant: rec.Tenant, Record: rec, Meaning: ledger.Meaning(rec), Timeline: audit.Timeline(rec)}
 	v.Arguments = arguments(rec.Arguments)
 	v.Result = resultText(rec.Result)
 	c.render(w, r, "record", http.StatusOK, v)

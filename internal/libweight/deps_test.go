@@ -26,11 +26,60 @@ var heavy = []string{
 // user's build would see them, and names each heavy package found with the
 // path of imports that brings it in.
 func TestLibraryDependencies(t *testing.T) {
+	all, imports := graph(t, libraryPackages...)
+	for _, pkg := range all {
+		for _, h := range heavy {
+			if strings.Contains(pkg, h) {
+				t.Errorf("library depends on %s (matches %q), through %s", pkg, h, strings.Join(importPath(imports, pkg), " -> "))
+				break
+			}
+		}
+	}
+}
+
+// TestSDKNeutral: the packages that decide (the caller, confirmation, the
+// planner, retry, the ledger, telemetry, the wire names) speak no MCP SDK,
+// and the mcp-go adapter brings in no go-sdk package: each SDK's adapter
+// carries only its own SDK.
+func TestSDKNeutral(t *testing.T) {
+	const goSDK, mcpGo = "github.com/modelcontextprotocol/", "github.com/mark3labs/"
+	for _, tc := range []struct {
+		pkgs   []string
+		forbid []string
+	}{
+		{[]string{
+			"github.com/mcpledger/mcpledger/caller",
+			"github.com/mcpledger/mcpledger/confirm",
+			"github.com/mcpledger/mcpledger/confirm/terminal",
+			"github.com/mcpledger/mcpledger/planner",
+			"github.com/mcpledger/mcpledger/retry",
+			"github.com/mcpledger/mcpledger/ledger/...",
+			"github.com/mcpledger/mcpledger/telemetry",
+			"github.com/mcpledger/mcpledger/wire",
+		}, []string{goSDK, mcpGo}},
+		{[]string{"github.com/mcpledger/mcpledger/mcpgo"}, []string{goSDK}},
+	} {
+		all, imports := graph(t, tc.pkgs...)
+		for _, pkg := range all {
+			for _, f := range tc.forbid {
+				if strings.HasPrefix(pkg, f) {
+					t.Errorf("%s depends on %s, through %s", tc.pkgs[0], pkg, strings.Join(importPath(imports, pkg), " -> "))
+					break
+				}
+			}
+		}
+	}
+}
+
+// graph lists the non-standard packages pkgs build with, and what each
+// imports.
+func graph(t *testing.T, pkgs ...string) ([]string, map[string][]string) {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command on PATH: %v", err)
 	}
-	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}} {{join .Imports \",\"}}{{end}}"}, libraryPackages...)
+	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}} {{join .Imports \",\"}}{{end}}"}, pkgs...)
 	cmd := exec.Command(goTool, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -50,18 +99,11 @@ func TestLibraryDependencies(t *testing.T) {
 			imports[pkg] = strings.Split(list, ",")
 		}
 	}
-	if len(all) < 10 {
-		t.Fatalf("go list -deps listed %d packages; want the library's whole graph:\n%s", len(all), out)
+	if len(all) < len(pkgs) {
+		t.Fatalf("go list -deps listed %d packages for %d; want the whole graph:\n%s", len(all), len(pkgs), out)
 	}
-	t.Logf("%d non-standard packages in the library's graph", len(all))
-	for _, pkg := range all {
-		for _, h := range heavy {
-			if strings.Contains(pkg, h) {
-				t.Errorf("library depends on %s (matches %q), through %s", pkg, h, strings.Join(importPath(imports, pkg), " -> "))
-				break
-			}
-		}
-	}
+	t.Logf("%d non-standard packages in the graph of %s", len(all), strings.Join(pkgs, " "))
+	return all, imports
 }
 
 // importPath finds a chain of imports from a library package to target.

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
@@ -157,7 +155,7 @@ func openSQLite(path string) (*sql.DB, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_txlock=immediate&_synchronous=FULL")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+dsnSettings)
 	if err != nil {
 		return nil, fmt.Errorf("payments: open %s: %w", path, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -84,10 +83,16 @@ func (f Faults) at(ctx context.Context, w io.Writer, point string) error {
 		return ctx.Err()
 	case action == "kill":
 		fmt.Fprintln(w, ReachedLine(point))
-		if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
+		// Process.Kill is SIGKILL on Unix and TerminateProcess on Windows:
+		// neither can be caught, so nothing runs after it lands.
+		self, err := os.FindProcess(os.Getpid())
+		if err == nil {
+			err = self.Kill()
+		}
+		if err != nil {
 			return fmt.Errorf("payments: fault %s: %w", point, err)
 		}
-		select {} // SIGKILL cannot be caught; nothing runs after it lands
+		select {}
 	case action == "error":
 		return fmt.Errorf("payments: fault %s: injected error", point)
 	case strings.HasPrefix(action, "sleep:"):

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/confirm/elicit"
 )
 
 type requestKey struct{}
@@ -24,18 +25,19 @@ func requestFrom(ctx context.Context) *mcp.CallToolRequest {
 }
 
 // hostConfirmer asks the host through elicitation when it can answer one,
-// else the terminal, else no one (the client then denies the call).
+// else the terminal, else no one (the client then records the call
+// REJECTED: nothing ran, and no one said no).
 type hostConfirmer struct {
 	terminal   confirm.Confirmer
 	policyFile string
 }
 
 func (h *hostConfirmer) Confirm(ctx context.Context, req confirm.Request) (confirm.Answer, error) {
-	var elicit confirm.Confirmer
+	var host confirm.Confirmer
 	if r := requestFrom(ctx); r != nil {
-		elicit = confirm.ElicitFor(r)
+		host = elicit.For(r)
 	}
-	a, err := confirm.Chain(elicit, h.terminal).Confirm(ctx, req)
+	a, err := confirm.Chain(host, h.terminal).Confirm(ctx, req)
 	if errors.Is(err, confirm.ErrNoConfirmer) {
 		return a, &noConfirmerError{tool: req.Tool, policyFile: h.policyFile}
 	}

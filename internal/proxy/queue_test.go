@@ -196,7 +196,7 @@ func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
 	if ok {
 		ok = json.Unmarshal(je.Data, &data) == nil
 	}
-	if !ok || je.Code != wire.CodeInProgress || data.State != string(ledger.StatePendingApproval) || data.Key != "inv-13" || retry.Classify(err) != retry.Transient {
+	if !ok || je.Code != wire.CodeInProgress || data.State != string(ledger.StatePendingApproval) || data.Key != "inv-13" || retry.Classify(client.Neutral(err)) != retry.Transient {
 		t.Fatalf("queued call with a key = %v (data %+v); want -31002 in progress, PENDING_APPROVAL, key inv-13", err, data)
 	}
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,7 +17,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
-	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -170,7 +169,7 @@ func hostKey(p *mcp.CallToolParamsRaw) (key string, keyed bool, err error) {
 		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: _meta[%q] is %s, not a string; send the key as a string of 1-255 [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(string(b), 40))}
 	}
 	if err := ledger.ValidateKey(key); err != nil {
-		return "", false, retry.ServerError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: _meta[%q] %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(key, 40), err), 0)
+		return "", false, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: _meta[%q] %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(key, 40), err), 0)
 	}
 	return key, true, nil
 }
@@ -213,7 +212,7 @@ func (p *Proxy) callError(ctx context.Context, tool string, keyed bool, err erro
 	}
 	switch {
 	case errors.Is(err, ledger.ErrInvalidKey):
-		return nil, retry.ServerError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, err.Error(), 0)
+		return nil, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, err.Error(), 0)
 	case errors.Is(err, client.ErrArgumentsTooLarge):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
@@ -277,45 +276,13 @@ func errorResult(text string) *mcp.CallToolResult {
 
 // wireError answers a host that sent its own key (an mcpledger client, or
 // any key-aware agent) the way a key-aware server would: by the row of the
-// state the call stands in (ledger.RowOf), with the -3100x errors of the
-// wire conventions, which its client classifies and records. An isError
-// result would be recorded as a final FAILED. States answered with a
-// result (a denial, a refusal, the tool's own answer) return nil; so do
-// errors that name no state, which callError answers.
-func wireError(err error) *jsonrpc.Error {
-	var key string
-	msg := err.Error()
-	if ce, ok := errors.AsType[*client.Error](err); ok {
-		key = ce.Key
-		if ce.Text != "" {
-			msg = ce.Text
-		}
-	}
-	if errors.Is(err, ledger.ErrKeyReused) {
-		return retry.ServerError(retry.CodeKeyReused, retry.ReasonKeyReused, msg, 0)
-	}
-	st, ok := client.StateOf(err)
-	if !ok {
-		return nil
-	}
-	return rowError(st, key, msg)
-}
+// state the call stands in, with the -3100x errors of the wire
+// conventions, which its client classifies and records (client.WireError).
+// An isError result would be recorded as a final FAILED. States answered
+// with a result (a denial, a refusal, the tool's own answer) return nil;
+// so do errors that name no state, which callError answers.
+func wireError(err error) *jsonrpc.Error { return client.WireError(err) }
 
 // rowError is the JSON-RPC error of state st's row for key, nil when the
-// row answers with a result.
-func rowError(st ledger.State, key, msg string) *jsonrpc.Error {
-	row := ledger.RowOf(st)
-	if row.Code == 0 {
-		return nil
-	}
-	d := wire.ErrorData{Reason: row.Reason, Key: key, State: string(row.State)}
-	if row.Code == wire.CodeInProgress {
-		d.RetryAfterMs = wire.RetryAfterMs(time.Second)
-	}
-	data, err := json.Marshal(d)
-	if err != nil {
-		// Strings and an integer always marshal.
-		panic("proxy: encoding error data: " + err.Error())
-	}
-	return &jsonrpc.Error{Code: row.Code, Message: msg, Data: data}
-}
+// row answers with a result (client.RowError).
+func rowError(st ledger.State, key, msg string) *jsonrpc.Error { return client.RowError(st, key, msg) }

@@ -132,9 +132,10 @@ func secretsRedacted(ctx context.Context, r *runner) outcome {
 func retention(ctx context.Context, r *runner) outcome {
 	const keep = 300 * time.Millisecond
 	me := ledger.NewOwner("agentctl-verify")
+	lc := &ledger.Lifecycle{Store: r.t.Store, Owner: me, Logger: r.log}
 	settle := func(c ledger.Claim) error {
-		_, err := r.t.Store.Transition(ctx, ledger.Transition{ID: c.Record.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-			Owner: me, Fence: c.Record.Fence, Result: json.RawMessage(`{"content":[]}`), AddAttempts: 1})
+		_, err := lc.Settle(ctx, ledger.Lease{ID: c.Record.ID, Owner: me, Fence: c.Record.Fence}, ledger.StateProcessing,
+			ledger.Report{On: ledger.OnSucceeded, Result: json.RawMessage(`{"content":[]}`), Attempts: 1})
 		return err
 	}
 	var keys [2]string

@@ -165,7 +165,7 @@ func leaseTakeOver(ctx context.Context, r *runner) outcome {
 	if err != nil || rec.State != ledger.StateUnknown {
 		return fail("", "after the %s lease the record is %s, %v; want UNKNOWN", lease, rec.State, err)
 	}
-	took2, err := r.t.Store.Transition(ctx, ledger.Transition{ID: rec.ID, From: ledger.StateUnknown, To: ledger.StateProcessing, Owner: me, Fence: rec.Fence, Lease: ledger.DefaultLease})
+	took2, err := lc.Resend(ctx, rec)
 	if err != nil {
 		return fail("", "taking the key over: %v", err)
 	}
@@ -173,8 +173,9 @@ func leaseTakeOver(ctx context.Context, r *runner) outcome {
 	if took2.Fence <= c.Record.Fence {
 		return fail(figure, "the take-over's fence %d is not above the stale owner's %d", took2.Fence, c.Record.Fence)
 	}
-	_, err = r.t.Store.Transition(ctx, ledger.Transition{ID: rec.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
-		Owner: stale, Fence: c.Record.Fence, Result: json.RawMessage(`{"content":[]}`)})
+	late := &ledger.Lifecycle{Store: r.t.Store, Owner: stale, Logger: r.log}
+	_, err = late.Settle(ctx, ledger.Lease{ID: rec.ID, Owner: stale, Fence: c.Record.Fence}, ledger.StateProcessing,
+		ledger.Report{On: ledger.OnSucceeded, Result: json.RawMessage(`{"content":[]}`)})
 	if !errors.Is(err, ledger.ErrLeaseLost) {
 		return fail(figure, "the stale owner's late write got %v; want it refused (lease lost)", err)
 	}

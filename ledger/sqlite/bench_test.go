@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,19 +16,11 @@ import (
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
-// cpuTime is the process's user+system CPU time. Benchmarks report it per
-// op beside ns/op: on a shared machine wall time includes waiting for a
-// CPU, CPU time does not.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU adds cpu-ns/op, measured since start.
 func reportCPU(b *testing.B, start time.Duration) {
+	if !cpuMeasured {
+		return
+	}
 	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 }
 

@@ -32,7 +32,9 @@
 // Wait wakes immediately on changes made through the same Store and polls
 // with a bounded backoff for changes made by other processes.
 //
-// The driver is github.com/mattn/go-sqlite3, which needs cgo. A program
-// built with CGO_ENABLED=0 still compiles, but Open fails with
-// ErrNoDriver, whose message says how to build with cgo.
+// The driver is github.com/mattn/go-sqlite3 in a build with cgo, and the
+// pure-Go github.com/ncruces/go-sqlite3 in one without (CGO_ENABLED=0,
+// Windows and cross builds without a C compiler): the same SQLite and the
+// same file, so a ledger moves between the two. Driver names the one this
+// build uses.
 package sqlite

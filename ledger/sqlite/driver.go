@@ -12,21 +12,6 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// ErrNoDriver: this build of the package has no SQLite driver. The store's
-// driver, mattn/go-sqlite3, is C code and needs cgo, so a build with
-// CGO_ENABLED=0 compiles but every Open fails with this error. (The
-// pure-Go drivers modernc.org/sqlite and ncruces/go-sqlite3 were measured
-// at about 1.4 to 1.6 times mattn's time per durable claim and completion,
-// outside the 1.3 the project accepts for its default path.)
-var ErrNoDriver = errors.New("sqlite: this program was built with CGO_ENABLED=0, and the SQLite ledger needs cgo; " +
-	"rebuild with CGO_ENABLED=1 and a C compiler (for example: apt-get install gcc; " +
-	"CGO_ENABLED=1 go install github.com/mcpledger/mcpledger/cmd/agentctl@latest), or use a PostgreSQL ledger (postgres://…)")
-
-// Available returns ErrNoDriver when this build has no SQLite driver (it
-// was built with CGO_ENABLED=0), so a program can say so before it creates
-// a folder for a ledger it cannot open. Open checks it too.
-func Available() error { return driverReady() }
-
 // getRaw reads one record through the driver directly. Replays are the
 // hot read path: skipping database/sql's row machinery and its reflective
 // conversions roughly halves the cost of a Get.

@@ -12,8 +12,7 @@ import (
 )
 
 // Driver names the SQLite driver this build uses: mattn/go-sqlite3, which
-// needs cgo; a build with CGO_ENABLED=0 has none, and Open fails with
-// ErrNoDriver.
+// needs cgo (a build without cgo uses the pure-Go driver_ncruces.go).
 const Driver = "github.com/mattn/go-sqlite3"
 
 // driverName is mattn/go-sqlite3 with the per-connection settings the DSN
@@ -31,7 +30,9 @@ func init() {
 	})
 }
 
-func driverReady() error { return nil }
+// prepareCompanions has nothing to do: SQLite's own unix VFS creates the
+// -wal and -shm files with the ledger's mode.
+func prepareCompanions(string) error { return nil }
 
 // dsnFor builds the connection string (see mattnStyleDSN).
 func dsnFor(path string, o Options, readOnly bool) string {

@@ -17,3 +17,6 @@ const CountUnknownQuery = countUnknown
 
 // Unsynced reports whether s has commits not yet fsynced (write-behind).
 func Unsynced(s *Store) bool { return s.unsynced.Load() }
+
+// DriverCgo is the Driver of a cgo build.
+const DriverCgo = "github.com/mattn/go-sqlite3"

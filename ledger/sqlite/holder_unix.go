@@ -17,7 +17,9 @@ import (
 const walWriteLock = 120
 
 // LockHolder returns the process id of the process that holds the write
-// lock of the ledger at path, or 0 when no other process holds it. It asks
+// lock of the ledger at path, 0 when no other process holds it, or -1
+// when one does but the kernel does not say which (an open file
+// description lock, as the pure-Go driver of a CGO_ENABLED=0 build takes). It asks
 // the kernel which process would block a write lock (fcntl F_GETLK) and
 // takes no lock itself; the calling process's own locks are not seen.
 func LockHolder(path string) (int, error) {
@@ -35,6 +37,9 @@ func LockHolder(path string) (int, error) {
 	}
 	if lk.Type == unix.F_UNLCK {
 		return 0, nil
+	}
+	if lk.Pid <= 0 {
+		return -1, nil
 	}
 	return int(lk.Pid), nil
 }

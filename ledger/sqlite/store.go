@@ -171,9 +171,6 @@ type Store struct {
 // and never modified.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
-	if err := driverReady(); err != nil {
-		return nil, err
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: resolve %q: %w", path, err)
@@ -182,6 +179,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		err = checkReadable(abs)
 	} else {
 		err = prepareFile(abs)
+	}
+	if err == nil && !o.ReadOnly {
+		err = prepareCompanions(abs)
 	}
 	if err != nil {
 		return nil, err

@@ -70,6 +70,7 @@ var groups = []group{
 	// MCPLEDGER_TEST_POSTGRES is unset; the rest still run.
 	{"Beside DBOS Transact Go", ".", "^BenchmarkInterleaved(SQLite|Postgres)$", "2s", false, peerDir, "peer"},
 	{"Client wrapper, interleaved", "./client/", "^BenchmarkWrapperOverhead$", "3000x", false, "", ""},
+	{"Client middleware, interleaved", "./client/", "^BenchmarkMiddleware(Overhead|Replay)$", "2s", false, "", ""},
 	{"Server middleware", "./server/", "^Benchmark(GuardedCall|UnguardedCall|GuardedReplay)$", "2s", false, "", ""},
 }
 
@@ -82,6 +83,9 @@ var ratios = []ratio{
 	{name: "Client wrapper / bare go-sdk call", num: "client/CallToolLedger", den: "client/CallToolBare"},
 	{name: "Client wrapper / the same work by hand (claim, bare call, complete)", num: "client/CallToolLedger", den: "client/CallToolByHand"},
 	{name: "Client replay / bare go-sdk call", num: "client/CallToolReplay", den: "client/CallToolBare", target: "<= 0.1"},
+	{name: "Client middleware / bare go-sdk session, interleaved in one loop", num: "client/MiddlewareOverhead", metric: "middleware/bare"},
+	{name: "Client middleware / wrapper, interleaved in one loop", num: "client/MiddlewareOverhead", metric: "middleware/wrapper"},
+	{name: "Client middleware replay / wrapper replay, interleaved in one loop", num: "client/MiddlewareReplay", metric: "middleware/wrapper"},
 	{name: "Server guarded / unguarded call", num: "server/GuardedCall", den: "server/UnguardedCall"},
 	{name: "Server replay / unguarded call", num: "server/GuardedReplay", den: "server/UnguardedCall"},
 	{name: "(CallToolDurableWriteBehind − CallToolBare) / FsyncFloor (separate loops)", num: "client/CallToolDurableWriteBehind", sub: "client/CallToolBare", den: "sqlite/FsyncFloor", target: "<= 1.5"},

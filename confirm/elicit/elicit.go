@@ -1,4 +1,10 @@
-package confirm
+// Package elicit asks the person behind an MCP host whether a call may
+// run, through go-sdk's elicitation (elicitation/create, or the input
+// requests of protocol 2026-07-28). It is the go-sdk half of confirmation:
+// package confirm decides and asks without speaking any MCP SDK.
+//
+//	c := confirm.Chain(elicit.For(req), &terminal.Prompt{})
+package elicit
 
 import (
 	"context"
@@ -6,18 +12,21 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
-	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// Elicit asks the person behind the MCP host, through elicitation/create on
+// Confirmer asks the person behind the MCP host, through elicitation/create on
 // the proxy's session with that host. It asks only when the host advertised
 // the elicitation capability (form mode); otherwise Confirm returns
-// ErrNoConfirmer and a Chain moves on.
+// confirm.ErrNoConfirmer and a Chain moves on.
 //
 // How the question travels depends on the protocol version of the host's
 // session:
@@ -28,14 +37,14 @@ import (
 //     serves a call (SEP-2322), so Confirm returns an *InputRequiredError.
 //     The tools/call handler returns its Requests as the result's
 //     InputRequests; the host asks the person and calls the tool again with
-//     inputResponses, and the handler, building Elicit with ElicitFor (which
+//     inputResponses, and the handler, building the Confirmer with For (which
 //     copies Responses), gets the answer from Confirm on that second round.
 //
 // Answers: accept with approve_once or approve_session approves; accept with
 // deny, decline and cancel deny. An answer is taken only under the input id
 // Confirm issued for this very operation (tenant, tool, key), so a host
 // cannot pre-answer a question it was never asked.
-type Elicit struct {
+type Confirmer struct {
 	Session *mcp.ServerSession
 	// Capabilities and ProtocolVersion describe the host for this request;
 	// when nil or empty, the session's initialize parameters are used.
@@ -46,14 +55,14 @@ type Elicit struct {
 	Responses mcp.InputResponseMap
 }
 
-// ElicitFor builds the Elicit confirmer for one tools/call request: its
+// For builds the Confirmer for one tools/call request: its
 // session, the host's capabilities and protocol version as this request
 // states them, and its inputResponses.
-func ElicitFor(req *mcp.CallToolRequest) *Elicit {
+func For(req *mcp.CallToolRequest) *Confirmer {
 	if req == nil {
 		return nil
 	}
-	e := &Elicit{
+	e := &Confirmer{
 		Session:         req.Session,
 		Capabilities:    req.ClientCapabilities(),
 		ProtocolVersion: req.ProtocolVersion(),
@@ -63,9 +72,6 @@ func ElicitFor(req *mcp.CallToolRequest) *Elicit {
 	}
 	return e
 }
-
-// ErrInputRequired is matched (errors.Is) by *InputRequiredError.
-var ErrInputRequired = errors.New("confirm: the host must answer an elicitation first")
 
 // InputRequiredError carries the question for a host on protocol 2026-07-28
 // or later. The tools/call handler returns
@@ -77,10 +83,10 @@ type InputRequiredError struct {
 	Requests mcp.InputRequestMap
 }
 
-func (e *InputRequiredError) Error() string { return ErrInputRequired.Error() }
+func (e *InputRequiredError) Error() string { return confirm.ErrInputRequired.Error() }
 
-// Is makes errors.Is(err, ErrInputRequired) true.
-func (e *InputRequiredError) Is(target error) bool { return target == ErrInputRequired }
+// Is makes errors.Is(err, confirm.ErrInputRequired) true.
+func (e *InputRequiredError) Is(target error) bool { return target == confirm.ErrInputRequired }
 
 // multiRoundTripVersion is the first protocol version that forbids
 // server-initiated elicitation during a call. Versions are dates, so they
@@ -96,39 +102,39 @@ const (
 )
 
 // Confirm asks the host, or reads the answer it already gave.
-func (e *Elicit) Confirm(ctx context.Context, req Request) (Answer, error) {
+func (e *Confirmer) Confirm(ctx context.Context, req confirm.Request) (confirm.Answer, error) {
 	if e == nil || e.Session == nil {
-		return Answer{}, ErrNoConfirmer
+		return confirm.Answer{}, confirm.ErrNoConfirmer
 	}
 	id := inputID(req)
 	if resp, ok := e.Responses[id]; ok {
 		res, ok := resp.(*mcp.ElicitResult)
 		if !ok {
-			return Answer{}, fmt.Errorf("confirm: input response %q is a %T, not an elicitation result", id, resp)
+			return confirm.Answer{}, fmt.Errorf("confirm: input response %q is a %T, not an elicitation result", id, resp)
 		}
 		return e.answer(res), nil
 	}
 	caps, version := e.host()
 	if caps == nil || caps.Elicitation == nil {
-		return Answer{}, fmt.Errorf("confirm: the host does not support elicitation: %w", ErrNoConfirmer)
+		return confirm.Answer{}, fmt.Errorf("confirm: the host does not support elicitation: %w", confirm.ErrNoConfirmer)
 	}
 	// Both modes unset means form, for old clients; URL alone means the
 	// host cannot show a form.
 	if caps.Elicitation.Form == nil && caps.Elicitation.URL != nil {
-		return Answer{}, fmt.Errorf("confirm: the host supports only URL elicitation: %w", ErrNoConfirmer)
+		return confirm.Answer{}, fmt.Errorf("confirm: the host supports only URL elicitation: %w", confirm.ErrNoConfirmer)
 	}
-	params := ElicitParams(req)
+	params := Params(req)
 	if version >= multiRoundTripVersion {
-		return Answer{}, &InputRequiredError{Requests: mcp.InputRequestMap{id: params}}
+		return confirm.Answer{}, &InputRequiredError{Requests: mcp.InputRequestMap{id: params}}
 	}
 	res, err := e.Session.Elicit(ctx, params)
 	if err != nil {
-		return Answer{}, fmt.Errorf("confirm: elicitation: %w", err)
+		return confirm.Answer{}, fmt.Errorf("confirm: elicitation: %w", err)
 	}
 	return e.answer(res), nil
 }
 
-func (e *Elicit) host() (*mcp.ClientCapabilities, string) {
+func (e *Confirmer) host() (*mcp.ClientCapabilities, string) {
 	caps, version := e.Capabilities, e.ProtocolVersion
 	if caps != nil && version != "" {
 		return caps, version
@@ -144,19 +150,19 @@ func (e *Elicit) host() (*mcp.ClientCapabilities, string) {
 	return caps, version
 }
 
-func (e *Elicit) answer(res *mcp.ElicitResult) Answer {
+func (e *Confirmer) answer(res *mcp.ElicitResult) confirm.Answer {
 	by := "elicitation"
 	if ip := e.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
-		by += ":" + safe(ip.ClientInfo.Name)
+		by += ":" + printable(ip.ClientInfo.Name)
 	}
-	return AnswerFromElicit(res, by)
+	return Answer(res, by)
 }
 
-// AnswerFromElicit maps a host's elicitation result to an Answer. Anything
+// Answer maps a host's elicitation result to an Answer. Anything
 // but an explicit approval is a denial, including an unknown choice.
-func AnswerFromElicit(res *mcp.ElicitResult, by string) Answer {
-	deny := func(reason string) Answer {
-		return Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}
+func Answer(res *mcp.ElicitResult, by string) confirm.Answer {
+	deny := func(reason string) confirm.Answer {
+		return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}
 	}
 	if res == nil {
 		return deny("the host returned no answer")
@@ -175,14 +181,23 @@ func AnswerFromElicit(res *mcp.ElicitResult, by string) Answer {
 	choice, _ := res.Content["decision"].(string)
 	switch choice {
 	case choiceOnce:
-		return Answer{Decision: ledger.DecisionApproved, By: by, Reason: reason}
+		return confirm.Answer{Decision: ledger.DecisionApproved, By: by, Reason: reason}
 	case choiceSession:
-		return Answer{Decision: ledger.DecisionApprovedSession, By: by, Reason: reason}
+		return confirm.Answer{Decision: ledger.DecisionApprovedSession, By: by, Reason: reason}
 	case choiceDeny, "": // no choice is the schema's default, deny
 		return deny(orElse(reason, "denied in the host"))
 	default:
 		return deny(fmt.Sprintf("the host answered with unknown decision %q", choice))
 	}
+}
+
+// printable is name as a person may read it in a record: quoted when it
+// holds characters that do not print.
+func printable(name string) string {
+	if strings.IndexFunc(name, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.Is(unicode.Bidi_Control, r) }) < 0 {
+		return name
+	}
+	return strconv.QuoteToGraphic(name)
 }
 
 func orElse(s, fallback string) string {
@@ -192,12 +207,12 @@ func orElse(s, fallback string) string {
 	return fallback
 }
 
-// ElicitParams is the form-mode elicitation for req: the Summary as the
+// Params is the form-mode elicitation for req: the Summary as the
 // message, and a schema asking for a decision (approve_once,
 // approve_session or deny) and an optional reason. The decision is not
 // marked required: its default is deny, so a host that submits the form
 // untouched denies instead of failing the call.
-func ElicitParams(req Request) *mcp.ElicitParams {
+func Params(req confirm.Request) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:    "form",
 		Message: req.Summary(),
@@ -236,7 +251,7 @@ var inputKey = func() []byte {
 
 // inputID is the id of the confirmation question for req's operation, the
 // same in every round of one call within this process.
-func inputID(req Request) string {
+func inputID(req confirm.Request) string {
 	m := hmac.New(sha256.New, inputKey)
 	for _, s := range []string{req.Tenant, req.Tool, req.Key} {
 		m.Write([]byte(s))

@@ -1,4 +1,4 @@
-package confirm
+package elicit
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,12 +16,12 @@ import (
 // Elicit, the way agentctl proxy does, and reports each answer.
 type proxyServer struct {
 	rounds  atomic.Int32 // handler invocations
-	answers chan Answer
+	answers chan confirm.Answer
 }
 
 func (p *proxyServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p.rounds.Add(1)
-	a, err := ElicitFor(req).Confirm(ctx, Request{
+	a, err := For(req).Confirm(ctx, confirm.Request{
 		Tenant: "acme", Server: "payments", Tool: "create_payment", Key: "order-42",
 		Arguments: []byte(`{"amount":1250}`),
 	})
@@ -28,7 +29,7 @@ func (p *proxyServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	switch {
 	case errors.As(err, &ire):
 		return &mcp.CallToolResult{InputRequests: ire.Requests}, nil
-	case errors.Is(err, ErrNoConfirmer):
+	case errors.Is(err, confirm.ErrNoConfirmer):
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no confirmer"}}}, nil
 	case err != nil:
 		return nil, err
@@ -42,7 +43,7 @@ func (p *proxyServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*mc
 func connect(t *testing.T, version string, opts *mcp.ClientOptions) (*proxyServer, *mcp.ClientSession) {
 	t.Helper()
 	ctx := context.Background()
-	p := &proxyServer{answers: make(chan Answer, 4)}
+	p := &proxyServer{answers: make(chan confirm.Answer, 4)}
 	server := mcp.NewServer(&mcp.Implementation{Name: "proxy", Version: "0"}, nil)
 	server.AddTool(&mcp.Tool{Name: "create_payment", InputSchema: map[string]any{"type": "object"}}, p.handle)
 	st, ct := mcp.NewInMemoryTransports()
@@ -71,20 +72,20 @@ func TestElicit(t *testing.T) {
 	cases := []struct {
 		name   string
 		result *mcp.ElicitResult
-		want   Answer
+		want   confirm.Answer
 	}{
 		{"approve once", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve_once"}},
-			Answer{Decision: ledger.DecisionApproved, By: "elicitation:host"}},
+			confirm.Answer{Decision: ledger.DecisionApproved, By: "elicitation:host"}},
 		{"approve for the session", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve_session"}},
-			Answer{Decision: ledger.DecisionApprovedSession, By: "elicitation:host"}},
+			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "elicitation:host"}},
 		{"deny with a reason", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "reason": "too much"}},
-			Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "too much"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "too much"}},
 		{"accept without a choice takes the default deny", &mcp.ElicitResult{Action: "accept", Content: map[string]any{}},
-			Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "denied in the host"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "denied in the host"}},
 		{"decline", &mcp.ElicitResult{Action: "decline"},
-			Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "declined in the host"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "declined in the host"}},
 		{"cancel", &mcp.ElicitResult{Action: "cancel"},
-			Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "dismissed in the host without a choice"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "elicitation:host", Reason: "dismissed in the host without a choice"}},
 	}
 	for _, v := range versions {
 		for _, tc := range cases {
@@ -186,7 +187,7 @@ func TestElicitForgedAnswer(t *testing.T) {
 	}
 }
 
-func TestAnswerFromElicit(t *testing.T) {
+func TestAnswerOfResult(t *testing.T) {
 	tests := []struct {
 		name string
 		res  *mcp.ElicitResult
@@ -201,9 +202,21 @@ func TestAnswerFromElicit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := AnswerFromElicit(tc.res, "elicitation"); got.Decision != tc.want || got.By != "elicitation" {
-				t.Errorf("AnswerFromElicit(%+v) = %+v; want decision %q by elicitation", tc.res, got, tc.want)
+			if got := Answer(tc.res, "elicitation"); got.Decision != tc.want || got.By != "elicitation" {
+				t.Errorf("Answer(%+v) = %+v; want decision %q by elicitation", tc.res, got, tc.want)
 			}
 		})
+	}
+}
+
+// A nil Confirmer (a request without a session) passes the question on.
+func TestNilConfirmerPassesOn(t *testing.T) {
+	var c *Confirmer
+	_, err := confirm.Chain(c).Confirm(context.Background(), confirm.Request{Tool: "x"})
+	if !errors.Is(err, confirm.ErrNoConfirmer) {
+		t.Errorf("Chain(nil *Confirmer).Confirm error = %v; want ErrNoConfirmer", err)
+	}
+	if For(nil) != nil {
+		t.Errorf("For(nil) = non-nil; want nil")
 	}
 }
