@@ -23,8 +23,12 @@ type Decision struct {
 	// record's session (tenant, session, tool) until Expires, while the
 	// policy keeps its version.
 	ForSession bool
-	By         string
-	Reason     string
+	// By is who decides (a verified identity: the OS account, the name
+	// of a console approver's token); Via is where ("agentctl",
+	// "console").
+	By     string
+	Via    string
+	Reason string
 	// For is how long a session approval stands (the call's approval
 	// expiry when zero).
 	For time.Duration
@@ -58,7 +62,7 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	if d.By == "" {
 		return rec, errors.New("client: a decision needs the name of the person who gives it")
 	}
-	ap := &ledger.Approval{By: d.By, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
+	ap := &ledger.Approval{By: d.By, Via: d.Via, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
 		PolicyVersion: q.PolicyVersion, Expires: rec.LeaseUntil.UTC(), Requester: q.Requester}
 	dec := ledger.Decision{Approval: ap}
 	switch {

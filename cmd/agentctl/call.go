@@ -275,14 +275,14 @@ func loadPolicy(path string) (*confirm.Policy, error) {
 func (a *app) confirmer(yes bool) confirm.Confirmer {
 	if yes {
 		return confirm.Static{Answer: confirm.Answer{
-			Decision: ledger.DecisionApproved, By: a.who() + " (--yes)", Reason: "approved with --yes",
+			Decision: ledger.DecisionApproved, By: a.who(), Via: "agentctl --yes", Reason: "approved with --yes",
 		}}
 	}
 	switch stdinKind(a.io.In) {
 	case stdinTerminal:
-		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != "", User: a.who()}
 	case stdinPipe:
-		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: true}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: true, User: a.who()}
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if n := encryptedCount(records); n > 0 {
-				fmt.Fprintf(a.io.Err, "%d records show [encrypted] arguments or results: pass --ledger-key-file FILE with their key to read them\n", n)
+				fmt.Fprintf(a.io.Err, "%d records show [encrypted] arguments or results: %s\n", n, a.whyEncrypted(c.Context(), st, records))
 			}
 			if more {
 				fmt.Fprintf(a.io.Err, "more records: raise --limit (0 for all)\n")

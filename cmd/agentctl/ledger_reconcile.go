@@ -73,13 +73,3 @@ decided (isError is set for --as failed).`,
 	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
 	return c
 }
-
-// who names the person running agentctl, for approvals and reconciliations.
-func (a *app) who() string {
-	for _, name := range []string{"USER", "LOGNAME", "USERNAME"} {
-		if u := a.getenv(name); u != "" {
-			return "agentctl:" + u
-		}
-	}
-	return "agentctl"
-}

@@ -149,7 +149,7 @@ func TestLedgerReconcile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path, env := ledgerEnv(t)
-			env["USER"] = "alice"
+			env["USER"] = "mallory" // no one's identity: the OS account is
 			seedMixed(t, path, time.Now())
 			o := inProcess(t, env, nil, "ledger", "reconcile", "order-2", "--tool", "create_payment",
 				"--as", tc.as, "--note", "checked the bank statement")
@@ -159,7 +159,7 @@ func TestLedgerReconcile(t *testing.T) {
 				t.Fatalf("after reconcile --as %s: state = %s; want %s", tc.as, r.State, tc.want)
 			}
 			if r.ErrorKind != kindReconciled || !strings.Contains(r.ErrorMessage, "checked the bank statement") ||
-				!strings.Contains(r.ErrorMessage, "agentctl:alice") {
+				!strings.Contains(r.ErrorMessage, "by "+osAccount()+" at") || strings.Contains(r.ErrorMessage, "mallory") {
 				t.Errorf("reconciled record error = %q: %q; want kind %q and a message with who and the note", r.ErrorKind, r.ErrorMessage, kindReconciled)
 			}
 			res, err := decodeResult(r.Result)
