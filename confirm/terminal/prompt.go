@@ -14,8 +14,7 @@ import (
 	"sync"
 	"unicode"
 
-	"charm.land/huh/v2"
-	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/huh"
 	"github.com/charmbracelet/x/term"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
@@ -200,12 +199,6 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 }
 
 func (t *Prompt) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
-	if accessible {
-		// huh v2 styles even its plain prompts; the writer keeps the
-		// colours a terminal can show and drops them for a pipe or a
-		// file (and under NO_COLOR).
-		out = colorprofile.NewWriter(out, os.Environ())
-	}
 	f = f.WithInput(in).WithOutput(out).WithAccessible(accessible).WithShowHelp(!accessible)
 	err := f.RunWithContext(ctx)
 	if ctx.Err() != nil {
