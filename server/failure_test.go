@@ -71,7 +71,7 @@ func TestAmbiguousEndingsAreUnknownUntilReconciled(t *testing.T) {
 				t.Fatalf("record = %s (%s); want UNKNOWN (%s)", rec.State, rec.ErrorKind, tc.kind)
 			}
 			want := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "order ord-a exists"}}}
-			if _, err := server.Reconcile(ctx, r.store, id, ledger.StateSucceeded, want, "found in the orders table"); err != nil {
+			if _, err := server.Reconcile(ctx, r.store, id, server.Reconciliation{As: ledger.StateSucceeded, Result: want, Note: "found in the orders table"}); err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
 			res, err := callKey(ctx, cs, tool, "amb-1", args)

@@ -47,7 +47,11 @@ type Options struct {
 
 	// InProgressWait bounds how long a duplicate waits for the execution it
 	// duplicates before it gets -31002 in_progress (DefaultInProgressWait
-	// when zero).
+	// when zero). It is shorter than the client's default (30 s) on
+	// purpose: a server holds a request, a connection and a handler slot
+	// while it waits, so it answers -31002 with retryAfterMs soon and lets
+	// the client, which waits without holding anything of the server's,
+	// ask again under the same key.
 	InProgressWait time.Duration
 	// RetryAfter is the retryAfterMs advice sent with -31002
 	// (DefaultRetryAfter when zero).

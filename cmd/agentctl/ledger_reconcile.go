@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,7 +52,7 @@ decided (isError is set for --as failed).`,
 			if r.State != ledger.StateUnknown {
 				return exitf(exitUsage, "record %s (%s) is %s; only UNKNOWN records are reconciled", r.Key, r.Tool, r.State)
 			}
-			done, err := client.Reconcile(c.Context(), st, r.ID, to, a.who(), note, time.Now())
+			done, err := client.Reconcile(c.Context(), st, r.ID, client.Reconciliation{As: to, By: a.who(), Note: note})
 			if errors.Is(err, ledger.ErrStateChanged) {
 				return exitf(exitUsage, "record %s changed while reconciling it; look again with agentctl ledger show %s", r.Key, r.Key)
 			}

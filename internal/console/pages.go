@@ -309,7 +309,7 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "choose succeeded or failed: what did the check at the server show?")
 		return
 	}
-	_, err := client.Reconcile(r.Context(), c.opts.Store, id, to, approver(r).Name, strings.TrimSpace(r.PostFormValue("note")), c.opts.Now())
+	_, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
 	switch {
 	case errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost):
 		c.fail(w, r, http.StatusConflict, "%v; someone settled it meanwhile: look at the record", err)

@@ -26,11 +26,11 @@ func (a *App) Reconcile(ctx context.Context, tenant, key string) (*ledger.Record
 	case err == nil:
 		res := paymentResult(p)
 		res.StructuredContent = p
-		return server.Reconcile(ctx, a.ledger, id, ledger.StateSucceeded, res,
-			fmt.Sprintf("payment %s exists for this key", p.PaymentID))
+		return server.Reconcile(ctx, a.ledger, id, server.Reconciliation{As: ledger.StateSucceeded, Result: res,
+			By: "payments", Note: fmt.Sprintf("payment %s exists for this key", p.PaymentID)})
 	case errors.Is(err, sql.ErrNoRows):
-		return server.Reconcile(ctx, a.ledger, id, ledger.StateFailed, nil,
-			"no payment was made with this key and nothing was charged; send the payment again with a new key")
+		return server.Reconcile(ctx, a.ledger, id, server.Reconciliation{As: ledger.StateFailed, By: "payments",
+			Note: "no payment was made with this key and nothing was charged; send the payment again with a new key"})
 	}
 	return nil, err
 }
