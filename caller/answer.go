@@ -39,7 +39,7 @@ func InvalidParams(msg string) *Refusal {
 // KeyRefusal answers a request whose key KeyOf or FenceOf refused.
 func KeyRefusal(tool, key string, err error) *Refusal {
 	reason := wire.ReasonKeyInvalid
-	if errors.Is(err, ErrNoKey) {
+	if errors.Is(err, ErrKeyRequired) {
 		reason = wire.ReasonKeyRequired
 	}
 	return Refuse(wire.CodeKeyRequired, reason, key, "", fmt.Sprintf("tool %q: %v; %s", tool, err, KeyHelp), 0)

@@ -88,32 +88,62 @@ func (c *Caller[P, R]) call(ctx context.Context, req Request[P]) (*Outcome[R], e
 	case chosen:
 		op.id.Key = key
 	default:
-		v, err := c.guard.Check(ctx, planner.Query{
-			Tenant: c.opts.Tenant, Layer: c.opts.Layer, Session: c.opts.Session, Tool: req.Tool, Fingerprint: op.fp,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("caller: re-planning guard: %w", err)
-		}
-		op.decision = v.Decision
-		switch {
-		case v.Record != nil && v.Decision != planner.New:
-			c.log.Info("re-planned call matched", "tool", req.Tool, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
-			op.id.Key = v.Record.Key
-			o, err, again := c.settle(ctx, op, v.Record)
-			if !again {
-				return o, err
-			}
-			// It ended with nothing run: claim it again, under its key.
-		case v.Record != nil:
-			op.id.Key = v.Record.Key // nothing ran (RETRYABLE, REJECTED): take the key over
-		default:
-			op.id.Key = Fresh()
-		}
+		return c.replanned(ctx, op)
 	}
+	return c.keyed(ctx, op)
+}
+
+// keyed runs op once its key is known.
+func (c *Caller[P, R]) keyed(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
 	if o, err, ok := c.fastReplay(ctx, op); ok {
 		return o, err
 	}
 	return c.shared(ctx, op)
+}
+
+// replanned finds op's key with the re-planning guard: an earlier call of
+// the session with the same tool and arguments, else a fresh key. The
+// guard reads before the claim writes, so identical calls that arrive at
+// once in this process share one guard decision and one execution: the
+// first asks the guard and runs, the others wait and get its outcome as a
+// replay, instead of each finding no earlier call and running under a key
+// of its own.
+func (c *Caller[P, R]) replanned(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
+	fk := "plan\x00" + op.id.Tenant + "\x00" + op.id.Layer + "\x00" + c.opts.Session + "\x00" + op.id.Tool + "\x00" + op.fp
+	o, err, gaveUp := c.flights.do(ctx, fk, c.share, func() (*Outcome[R], error) {
+		return c.plan(ctx, op)
+	})
+	if gaveUp {
+		return nil, &Error{Tool: op.name, Err: err,
+			Text: fmt.Sprintf("The same call to %s is still running; ask ledger_status before calling again.", op.name)}
+	}
+	return o, err
+}
+
+// plan is replanned for the first of identical calls.
+func (c *Caller[P, R]) plan(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
+	v, err := c.guard.Check(ctx, planner.Query{
+		Tenant: c.opts.Tenant, Layer: c.opts.Layer, Session: c.opts.Session, Tool: op.name, Fingerprint: op.fp,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("caller: re-planning guard: %w", err)
+	}
+	op.decision = v.Decision
+	switch {
+	case v.Record != nil && v.Decision != planner.Run:
+		c.log.Info("re-planned call matched", "tool", op.name, "key", ledger.ShortHash(v.Record.Key), "decision", v.Decision)
+		op.id.Key = v.Record.Key
+		o, err, again := c.settle(ctx, op, v.Record)
+		if !again {
+			return o, err
+		}
+		// It ended with nothing run: claim it again, under its key.
+	case v.Record != nil:
+		op.id.Key = v.Record.Key // nothing ran (RETRYABLE, REJECTED): take the key over
+	default:
+		op.id.Key = Fresh()
+	}
+	return c.keyed(ctx, op)
 }
 
 // fastReplay answers a repeat of an operation this process saw finish

@@ -69,7 +69,9 @@ type Options struct {
 	// Lease of a PROCESSING record (default 30s), renewed while the call runs.
 	Lease time.Duration
 	// InProgressWait bounds how long a follower waits for another caller's
-	// execution before ErrInProgress (default 30s).
+	// execution before ErrInProgress (default 30s: a tool call may take that
+	// long, and the wait holds only the caller's own context; a server
+	// guard answers a duplicate sooner, see server.Options.InProgressWait).
 	InProgressWait time.Duration
 	// AttemptTimeout bounds one attempt (default none: the caller's ctx).
 	AttemptTimeout time.Duration

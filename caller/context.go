@@ -54,8 +54,8 @@ func Chain(ctx context.Context) (string, bool) {
 	return c, ok && c != ""
 }
 
-// NewKey reports whether WithNewKey asked for a new operation.
-func NewKey(ctx context.Context) bool {
+// WantsNewKey reports whether WithNewKey asked for a new operation.
+func WantsNewKey(ctx context.Context) bool {
 	b, _ := ctx.Value(newKeyCtx).(bool)
 	return b
 }
@@ -104,7 +104,7 @@ func Choose(ctx context.Context, tool, fp string) (key string, ok bool, err erro
 	if chain, ok := Chain(ctx); ok {
 		return ledger.DeriveKey(chain, tool, fp), true, nil
 	}
-	if NewKey(ctx) {
+	if WantsNewKey(ctx) {
 		return Fresh(), true, nil
 	}
 	return "", false, nil

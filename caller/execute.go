@@ -20,12 +20,13 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 		verdict = confirm.Queue
 	}
 	ask := verdict == confirm.Ask || verdict == confirm.Queue
+	var standing *ledger.Record // the record whose standing approval lets this call through
 	if ask {
-		ok, err := c.sessionApproved(ctx, op)
-		if err != nil {
+		var err error
+		if standing, err = c.sessionApproved(ctx, op); err != nil {
 			return nil, err
 		}
-		ask = !ok
+		ask = standing == nil
 	}
 	redacted, err := op.redact()
 	if err != nil {
@@ -33,11 +34,13 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 	}
 	traceID, spanID := telemetry.IDs(ctx)
 	req := ledger.ClaimRequest{
-		ID:            op.id,
-		Session:       c.opts.Session,
-		Fingerprint:   op.fp,
-		Arguments:     redacted,
-		NeedsApproval: ask || verdict == confirm.Deny,
+		ID:          op.id,
+		Session:     c.opts.Session,
+		Fingerprint: op.fp,
+		Arguments:   redacted,
+		// A call a standing approval lets through is approved on its own
+		// record, so the record says which approval ran it.
+		NeedsApproval: ask || verdict == confirm.Deny || standing != nil,
 		Retention:     c.retention(op.name),
 		ReusePolicy:   op.settings.Reuse,
 		TraceID:       traceID,
@@ -47,6 +50,16 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 		return c.enqueue(ctx, op, req)
 	}
 	return c.claim(ctx, op, req, func(rec *ledger.Record) (*Outcome[R], error) {
+		if rec.State == ledger.StatePendingApproval && standing != nil {
+			ap := ledger.StandingFrom(standing, rec, c.opts.Now())
+			ap.Requester = c.requester()
+			after, err := c.lc.Settle(ctx, ledger.LeaseOf(rec), rec.State, ledger.Report{On: ledger.OnApprove, Approval: ap})
+			if err != nil {
+				return nil, c.fail(op, rec, fmt.Errorf("client: record the standing approval for %s: %w", op.name, err))
+			}
+			c.log.Info("call approved by a standing approval", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "by", standing.Approval.By, "given on", ledger.ShortHash(standing.Key))
+			return c.run(ctx, op, after)
+		}
 		if rec.State == ledger.StatePendingApproval {
 			var err error
 			if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
@@ -149,23 +162,23 @@ func (c *Caller[P, R]) ask(ctx context.Context, op *operation[P], rec *ledger.Re
 	})
 }
 
-// sessionApproved reports whether a person approved this tool "for this
-// session" earlier; the decision lives in the ledger so it holds across
-// processes that share the session id.
-func (c *Caller[P, R]) sessionApproved(ctx context.Context, op *operation[P]) (bool, error) {
+// sessionApproved returns the record on which a person approved this tool
+// "for this session" earlier (nil when none stands); the decision lives in
+// the ledger so it holds across processes that share the session id.
+func (c *Caller[P, R]) sessionApproved(ctx context.Context, op *operation[P]) (*ledger.Record, error) {
 	f := ledger.Filter{Tenant: op.id.Tenant, Layer: op.id.Layer, Session: c.opts.Session, Tool: op.name, Limit: ledger.MaxPageSize}
 	for {
 		page, err := c.store.List(ctx, f)
 		if err != nil {
-			return false, fmt.Errorf("client: session approvals: %w", err)
+			return nil, fmt.Errorf("client: session approvals: %w", err)
 		}
 		for _, r := range page.Records {
 			if c.standing(op, r) {
-				return true, nil
+				return r, nil
 			}
 		}
 		if page.Next == "" {
-			return false, nil
+			return nil, nil
 		}
 		f.Cursor = page.Next
 	}

@@ -23,8 +23,12 @@ type Decision struct {
 	// record's session (tenant, session, tool) until Expires, while the
 	// policy keeps its version.
 	ForSession bool
-	By         string
-	Reason     string
+	// By is who decides (a verified identity: the OS account, the name
+	// of a console approver's token); Via is where ("agentctl",
+	// "console").
+	By     string
+	Via    string
+	Reason string
 	// For is how long a session approval stands (the call's approval
 	// expiry when zero).
 	For time.Duration
@@ -58,7 +62,7 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	if d.By == "" {
 		return rec, errors.New("client: a decision needs the name of the person who gives it")
 	}
-	ap := &ledger.Approval{By: d.By, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
+	ap := &ledger.Approval{By: d.By, Via: d.Via, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
 		PolicyVersion: q.PolicyVersion, Expires: rec.LeaseUntil.UTC(), Requester: q.Requester}
 	dec := ledger.Decision{Approval: ap}
 	switch {
@@ -97,48 +101,81 @@ const KindReconciled = ledger.KindReconciled
 // marker, so a runtime can tell it from a result the tool returned.
 const MetaReconciled = "io.github.mcpledger/reconciled"
 
-// Reconcile settles the UNKNOWN record id as to (SUCCEEDED or FAILED) once
-// a person has checked what really happened. Because no tool returned a
-// result, it stores one text result that says what the person decided, so
-// a later replay tells the model (isError for FAILED). The record keeps
-// the note in its error message.
-func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, to ledger.State, by, note string, now time.Time) (*ledger.Record, error) {
+// Reconciliation is what someone found out about an UNKNOWN call.
+type Reconciliation struct {
+	// As is ledger.StateSucceeded or ledger.StateFailed.
+	As ledger.State
+	// By and Note say who found out and how; At is when (now when zero).
+	By, Note string
+	At       time.Time
+	// Result is what every later duplicate gets back: the tool's own
+	// result as its SDK's type (a go-sdk or mcp-go CallToolResult, encoded
+	// as JSON) or raw JSON. Nil stores one text result that says who
+	// reconciled it and why (isError for FAILED), marked in _meta.
+	Result any
+}
+
+// Reconcile settles the UNKNOWN record id as r says, once someone has
+// checked what really happened (the payments table, the downstream asked
+// by its key). The record keeps who, when and the note in its error
+// message. A record that is no longer UNKNOWN is left as it is and the
+// error wraps ledger.ErrStateChanged. It is the one reconcile of the
+// client, the server guard, the CLI and the console.
+func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
+	to := r.As
 	if to != ledger.StateSucceeded && to != ledger.StateFailed {
-		return nil, fmt.Errorf("client: reconcile as %s: want SUCCEEDED or FAILED", to)
+		return nil, fmt.Errorf("reconcile as %s: want SUCCEEDED or FAILED: %w", to, ledger.ErrIllegalTransition)
 	}
-	r, err := st.Get(ctx, id)
+	rec, err := st.Get(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("reconcile: %w", err)
 	}
-	if r.State != ledger.StateUnknown {
-		return r, fmt.Errorf("%w: record %s (%s) is %s; only UNKNOWN records are reconciled", ledger.ErrStateChanged, r.Key, r.Tool, r.State)
+	if rec.State != ledger.StateUnknown {
+		return rec, fmt.Errorf("%w: record %s (%s) is %s; only UNKNOWN records are reconciled", ledger.ErrStateChanged, rec.Key, rec.Tool, rec.State)
+	}
+	now := r.At
+	if now.IsZero() {
+		now = time.Now()
 	}
 	now = now.UTC()
-	message := fmt.Sprintf("reconciled as %s by %s at %s", to, by, now.Format(time.RFC3339))
-	if note != "" {
-		message += ": " + note
+	message := fmt.Sprintf("reconciled as %s", to)
+	if r.By != "" {
+		message += " by " + r.By
 	}
-	text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", r.Tool, r.Key, message)
-	// A tool result with one text content, isError for FAILED, as every
-	// SDK decodes it.
-	type content struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+	message += " at " + now.Format(time.RFC3339)
+	if r.Note != "" {
+		message += ": " + r.Note
 	}
-	res := struct {
-		Meta    map[string]any `json:"_meta"`
-		Content []content      `json:"content"`
-		IsError bool           `json:"isError,omitempty"`
-	}{
-		Meta: map[string]any{MetaReconciled: map[string]any{
-			"as": string(to), "by": by, "at": now.Format(time.RFC3339), "note": note,
-		}},
-		Content: []content{{Type: "text", Text: text}},
-		IsError: to == ledger.StateFailed,
+	var result json.RawMessage
+	switch res := r.Result.(type) {
+	case nil:
+		text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", rec.Tool, rec.Key, message)
+		// A tool result with one text content, isError for FAILED, as
+		// every SDK decodes it.
+		type content struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		out := struct {
+			Meta    map[string]any `json:"_meta"`
+			Content []content      `json:"content"`
+			IsError bool           `json:"isError,omitempty"`
+		}{
+			Meta: map[string]any{MetaReconciled: map[string]any{
+				"as": string(to), "by": r.By, "at": now.Format(time.RFC3339), "note": r.Note,
+			}},
+			Content: []content{{Type: "text", Text: text}},
+			IsError: to == ledger.StateFailed,
+		}
+		if result, err = json.Marshal(out); err != nil {
+			return nil, fmt.Errorf("reconcile: encode the result: %w", err)
+		}
+	case json.RawMessage:
+		result = res
+	default:
+		if result, err = json.Marshal(res); err != nil {
+			return nil, fmt.Errorf("reconcile: encode the result: %w", err)
+		}
 	}
-	result, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("client: encode the reconciled result: %w", err)
-	}
-	return ledger.Reconcile(ctx, st, r.ID, ledger.Reconciliation{As: to, Result: result, Message: message})
+	return ledger.Reconcile(ctx, st, rec.ID, ledger.Reconciliation{As: to, Result: result, Message: message})
 }

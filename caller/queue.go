@@ -83,45 +83,45 @@ func (c *Caller[P, R]) unasked(err error) bool {
 // (ErrAwaitingApproval), approved (take it over and run it once), or past
 // its expiry (end the lease; again reports the key is free to claim). ok is
 // false when rec is not a queued call.
-func (c *Caller[P, R]) queued(ctx context.Context, op *operation[P], rec *ledger.Record) (o *Outcome[R], err error, again, ok bool) {
+func (c *Caller[P, R]) queued(ctx context.Context, op *operation[P], rec *ledger.Record) (o *Outcome[R], again, ok bool, err error) {
 	q, ok := QueuedCall(rec)
 	if !ok {
-		return nil, nil, false, false
+		return nil, false, false, nil
 	}
 	now := c.opts.Now()
 	if !rec.LeaseUntil.IsZero() && !now.Before(rec.LeaseUntil) {
 		if _, err := c.store.ExpireLeases(ctx); err != nil {
-			return nil, fmt.Errorf("caller: expire the approval of %s: %w", op.name, err), false, true
+			return nil, false, true, fmt.Errorf("caller: expire the approval of %s: %w", op.name, err)
 		}
 		latest, err := c.store.Get(ctx, rec.ID)
 		if err != nil {
-			return nil, fmt.Errorf("caller: %w", err), false, true
+			return nil, false, true, fmt.Errorf("caller: %w", err)
 		}
 		if latest.State == ledger.StatePendingApproval {
-			return nil, c.awaiting(op, latest, ""), false, true
+			return nil, false, true, c.awaiting(op, latest, "")
 		}
 		o, err, again := c.settle(ctx, op, latest)
-		return o, err, again, true
+		return o, again, true, err
 	}
 	if !q.Approved {
-		return nil, c.awaiting(op, rec, ""), false, true
+		return nil, false, true, c.awaiting(op, rec, "")
 	}
 	if why := c.unbound(op, rec, q, now); why != "" {
-		return nil, c.awaiting(op, rec, why), false, true
+		return nil, false, true, c.awaiting(op, rec, why)
 	}
 	after, err := c.lc.Consume(ctx, rec)
 	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateChanged) {
 		// Another caller consumed the approval first (or a person changed
 		// the decision): answer from the record as it is now.
 		o, err := c.settleID(ctx, op)
-		return o, err, false, true
+		return o, false, true, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("caller: take over the approved %s: %w", op.name, err), false, true
+		return nil, false, true, fmt.Errorf("caller: take over the approved %s: %w", op.name, err)
 	}
 	c.log.Info("approved call taken over", "tool", op.name, "key", ledger.ShortHash(rec.Key), "by", rec.Approval.By)
 	o, err = c.run(ctx, op, after)
-	return o, err, false, true
+	return o, false, true, err
 }
 
 // awaiting is the answer to a call whose record waits for a person:

@@ -11,8 +11,8 @@ import (
 	"github.com/mcpledger/mcpledger/wire"
 )
 
-// ErrNoKey: a guarded tool was called without an idempotency key.
-var ErrNoKey = errors.New("this tool changes state and needs an idempotency key")
+// ErrKeyRequired: a guarded tool was called without an idempotency key.
+var ErrKeyRequired = errors.New("this tool changes state and needs an idempotency key")
 
 // KeyHelp is appended to every key_required and key_invalid message so a
 // client author knows how to fix the call.
@@ -21,13 +21,13 @@ const KeyHelp = "send one in params._meta[\"" + wire.MetaKey + "\"] or as the \"
 
 // KeyOf finds the key of a request in its _meta or its idempotency_key
 // argument. Both may be present only when they agree. The error wraps
-// ErrNoKey when there is none, ledger.ErrInvalidKey when it breaks the key
+// ErrKeyRequired when there is none, ledger.ErrInvalidKey when it breaks the key
 // rules.
 func KeyOf(meta, args map[string]any) (string, error) {
 	mv, inMeta := meta[wire.MetaKey]
 	av, inArgs := args[wire.ArgKey]
 	if !inMeta && !inArgs {
-		return "", ErrNoKey
+		return "", ErrKeyRequired
 	}
 	var mk, ak string
 	if inMeta {

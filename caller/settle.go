@@ -16,7 +16,7 @@ import (
 // executes; again reports that the record is reclaimable and the caller
 // should claim it.
 func (c *Caller[P, R]) settle(ctx context.Context, op *operation[P], rec *ledger.Record) (o *Outcome[R], err error, again bool) {
-	if o, err, again, ok := c.queued(ctx, op, rec); ok {
+	if o, again, ok, err := c.queued(ctx, op, rec); ok {
 		return o, err, again
 	}
 	if rec.State == ledger.StatePendingApproval && !rec.Tombstone {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/telemetry"
 )
 
@@ -56,6 +57,9 @@ func (c *Caller[P, R]) result(tc *telemetry.Call, o *Outcome[R], err error) tele
 		}
 	case errors.As(err, &ce):
 		r.Key, r.State = ce.Key, ce.State
+	}
+	if code, _, ok := retry.Answered(err); ok {
+		r.ResponseCode = code
 	}
 	switch r.Outcome {
 	case ledger.OutcomeReplayed, ledger.OutcomeInProgress:

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,10 +78,14 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	return caller.Decide(ctx, st, id, d)
 }
 
-// Reconcile settles the UNKNOWN record id as to (caller.Reconcile).
-func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, to ledger.State, by, note string, now time.Time) (*ledger.Record, error) {
-	return caller.Reconcile(ctx, st, id, to, by, note, now)
+// Reconcile settles an UNKNOWN record once someone found out what
+// happened; see caller.Reconcile.
+func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
+	return caller.Reconcile(ctx, st, id, r)
 }
+
+// Reconciliation is what someone found out about an UNKNOWN call.
+type Reconciliation = caller.Reconciliation
 
 // QueuedCall reports whether r is a queued call (caller.QueuedCall).
 func QueuedCall(r *ledger.Record) (Queued, bool) { return caller.QueuedCall(r) }
@@ -95,10 +98,10 @@ func Failed(rep ledger.Report, err error) error { return caller.Failed(rep, err)
 // (caller.StateOf).
 func StateOf(err error) (ledger.State, bool) { return caller.StateOf(err) }
 
-// Replay decodes a finished record's result and adds the replay marker to
+// ReplayResult decodes a finished record's result and adds the replay marker to
 // its _meta. Apart from that one _meta entry the result marshals to the
 // stored JSON.
-func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	res, err := codec{}.Decode(rec.Result)
 	if err != nil {
 		return nil, err

@@ -86,9 +86,23 @@ func TestKeyTravelsInMetaAndDeclaredArgument(t *testing.T) {
 	}
 }
 
+// Fifty identical calls at once run once: under a chain (one derived
+// key), and without a key, where the re-planning guard decides for all of
+// them at once instead of each finding no earlier call.
 func TestConcurrentIdenticalCallsShareOneExecution(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"chain", client.WithChain(context.Background(), "chain-50")},
+		{"re-planned without a key", context.Background()},
+	} {
+		t.Run(tc.name, func(t *testing.T) { concurrentIdenticalCalls(t, tc.ctx) })
+	}
+}
+
+func concurrentIdenticalCalls(t *testing.T, ctx context.Context) {
 	f := newFixture(t, nil, nil)
-	ctx := client.WithChain(context.Background(), "chain-50")
 	const n = 50
 	var wg sync.WaitGroup
 	var failures, fresh atomic.Int32

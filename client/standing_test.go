@@ -74,6 +74,13 @@ func TestSessionApprovalAtAPromptIsBound(t *testing.T) {
 				}
 			} else if err != nil {
 				t.Errorf("second call = %v; want it run under the session approval", err)
+			} else {
+				// The call the standing approval let through records it.
+				got := record(t, f.caller, "write", "second").Approval
+				if got == nil || got.Via != ledger.ViaStanding || got.By != ap.By || got.Standing == nil ||
+					got.Standing.Key != "first" || !got.Standing.Given.Equal(ap.At) || !got.Expires.Equal(ap.Expires) {
+					t.Errorf("second call's approval = %+v; want the standing approval of first (%+v)", got, ap)
+				}
 			}
 			if n := f.srv.TotalExecutions(); n != wantRuns {
 				t.Errorf("TotalExecutions = %d; want %d", n, wantRuns)

@@ -29,9 +29,12 @@ type Answer struct {
 	// Decision is ledger.DecisionApproved, ledger.DecisionApprovedSession
 	// or ledger.DecisionDenied.
 	Decision string
-	// By says who answered: "terminal:USER", "elicitation:HOST", "static",
-	// "policy".
-	By     string
+	// By says who answered: the OS account at the terminal (by uid),
+	// "elicitation:HOST", "static", "policy".
+	By string
+	// Via says where the answer was given ("terminal", "elicitation"; empty
+	// when By says it all).
+	Via    string
 	Reason string
 }
 
@@ -42,7 +45,7 @@ func (a Answer) Approved() bool {
 
 // Approval is the ledger's record of the answer, taken at now.
 func (a Answer) Approval(now time.Time) *ledger.Approval {
-	return &ledger.Approval{Decision: a.Decision, By: a.By, At: now.UTC(), Reason: a.Reason}
+	return &ledger.Approval{Decision: a.Decision, By: a.By, Via: a.Via, At: now.UTC(), Reason: a.Reason}
 }
 
 func validDecision(d string) bool {

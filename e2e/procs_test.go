@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,7 +59,11 @@ func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	// Not on PATH: the go command that runs these tests says where it is.
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		return filepath.Join(strings.TrimSpace(string(out)), "bin", "go")
+	}
+	return "go"
 }
 
 // proc is a child process the suite started, with its stderr kept.

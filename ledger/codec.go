@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 )
 
 // A Codec turns the payloads a Store keeps (a record's arguments and its
@@ -48,6 +51,73 @@ var encryptedJSON = json.RawMessage(`"` + Encrypted + `"`)
 // (no key configured, or a keyring without that key id).
 var ErrNoKey = errors.New("ledger: no key for an encrypted payload")
 
+// ErrKeyMismatch wraps ErrNoKey when a key is configured but is not the
+// one the ledger's payloads name: the key file does not match the ledger.
+var ErrKeyMismatch = fmt.Errorf("%w: the ledger key does not match", ErrNoKey)
+
+// SealedProbe is the optional part of a Store that finds whether it holds
+// sealed payloads (ledger/sqlite and ledger/postgres implement it; reach it
+// under wrappers with Unwrap).
+type SealedProbe interface {
+	// SealedKeyID returns the key id that one sealed payload among the
+	// store's newest SealedProbeWindow records names, of any tenant, or ""
+	// when they hold none. A process with a key seals every record it
+	// writes, so the newest records tell, at a cost that does not grow
+	// with the ledger.
+	SealedKeyID(ctx context.Context) (string, error)
+}
+
+// SealedProbeWindow is how many of the newest records a SealedProbe looks
+// at.
+const SealedProbeWindow = 1000
+
+// KeyRing is the optional part of a Codec that names the keys it holds
+// (aesgcm.Keyring), so a key that does not match a ledger is told apart
+// from a missing one.
+type KeyRing interface {
+	KeyIDs() []string
+}
+
+// CheckKeys reports whether a process with codec c (nil: no key) may
+// write new payloads into st: a ledger that holds sealed payloads takes no
+// plain ones, and none sealed with a key that does not match. The error
+// wraps ErrNoKey (no key given) or ErrKeyMismatch and names the key id the
+// ledger needs. A store without a SealedProbe is not checked.
+func CheckKeys(ctx context.Context, st Store, c Codec) error {
+	_, err := checkKeys(ctx, st, c)
+	return err
+}
+
+// checkKeys is CheckKeys that also reports whether the answer lasts: the
+// ledger holds a key c holds.
+func checkKeys(ctx context.Context, st Store, c Codec) (lasting bool, err error) {
+	probe, ok := Unwrap(st).(SealedProbe)
+	if !ok {
+		return true, nil
+	}
+	kid, err := probe.SealedKeyID(ctx)
+	if err != nil {
+		return false, fmt.Errorf("ledger: look for encrypted records: %w", err)
+	}
+	if kid == "" {
+		return false, nil
+	}
+	if c == nil {
+		return true, fmt.Errorf("ledger: this ledger holds records encrypted with key id %s, and no ledger key is given, so nothing is written in clear beside them; pass the key file that holds key %s (--ledger-key-file, MCPLEDGER_LEDGER_KEY_FILE): %w", kid, kid, ErrNoKey)
+	}
+	kr, ok := c.(KeyRing)
+	if !ok {
+		return true, nil
+	}
+	ids := kr.KeyIDs()
+	for _, id := range ids {
+		if id == kid {
+			return true, nil
+		}
+	}
+	return true, fmt.Errorf("ledger: this ledger's records are encrypted with key id %s, and the ledger key file holds key id(s) %s instead; pass the key file that holds key %s: %w", kid, strings.Join(ids, ", "), kid, ErrKeyMismatch)
+}
+
 // envelope is the stored form of a sealed payload: versioned JSON, so a
 // reader without the codec still gets valid JSON and can tell it apart
 // from plain arguments.
@@ -58,9 +128,11 @@ type envelope struct {
 	Data    []byte `json:"data"` // base64
 }
 
-// envelopePrefix starts every envelope: json.Marshal writes the fields in
-// order.
-var envelopePrefix = []byte(`{"mcpledger/encrypted":`)
+// SealedPrefix starts every stored sealed payload (json.Marshal writes the
+// envelope's fields in order): a store's SealedProbe looks for it.
+const SealedPrefix = `{"mcpledger/encrypted":`
+
+var envelopePrefix = []byte(SealedPrefix)
 
 const envelopeVersion = 1
 
@@ -125,6 +197,42 @@ func Unwrap(st Store) Store {
 type codecStore struct {
 	Store
 	codec Codec
+
+	mu      sync.Mutex // guards refused and okUntil
+	refused error      // CheckKeys' lasting refusal
+	okUntil time.Time  // claims pass unchecked until then
+}
+
+// recheckKeys is how long a ledger found without a key this process can
+// rely on is taken as such: another process may start encrypting it.
+const recheckKeys = 10 * time.Second
+
+// guard refuses a claim that would write a payload the ledger must not
+// take from this process (CheckKeys). Only claims: a call already claimed
+// records its outcome whatever happened meanwhile, since an outcome lost
+// is worse than one written in clear.
+func (s *codecStore) guard(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused != nil {
+		return s.refused
+	}
+	if time.Now().Before(s.okUntil) {
+		return nil
+	}
+	lasting, err := checkKeys(ctx, s.Store, s.codec)
+	switch {
+	case errors.Is(err, ErrNoKey):
+		s.refused = err
+		return err
+	case err != nil:
+		return err
+	case lasting:
+		s.okUntil = time.Now().Add(100 * 365 * 24 * time.Hour)
+	default:
+		s.okUntil = time.Now().Add(recheckKeys)
+	}
+	return nil
 }
 
 type codecEventStore struct {
@@ -135,6 +243,9 @@ type codecEventStore struct {
 func (s *codecStore) Unwrap() Store { return s.Store }
 
 func (s *codecStore) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
+	if err := s.guard(ctx); err != nil {
+		return Claim{}, err
+	}
 	plain := req.Arguments
 	sealed, err := s.seal(ctx, req.ID, FieldArguments, req.Arguments)
 	if err != nil {
@@ -286,6 +397,14 @@ func (s *codecStore) openField(ctx context.Context, id ID, field string, stored 
 			field, id.Tool, ShortHash(id.Key), sealed.KeyID, ErrNoKey)
 	}
 	plain, err := s.codec.Decode(ctx, id, field, sealed)
+	if errors.Is(err, ErrNoKey) && !errors.Is(err, ErrKeyMismatch) {
+		held := ""
+		if kr, ok := s.codec.(KeyRing); ok {
+			held = " (it holds " + strings.Join(kr.KeyIDs(), ", ") + ")"
+		}
+		return nil, fmt.Errorf("ledger: cannot read the %s of %s key %s: encrypted with key id %s, which the ledger key file does not hold%s; pass the key file that holds key %s: %w",
+			field, id.Tool, ShortHash(id.Key), sealed.KeyID, held, sealed.KeyID, ErrKeyMismatch)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: cannot read the %s of %s key %s: %w", field, id.Tool, ShortHash(id.Key), err)
 	}

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -71,10 +73,17 @@ func FenceScope(r *Record) string {
 
 // Approval is a person's (or a policy's) decision on a PENDING_APPROVAL record.
 type Approval struct {
-	Decision string    `json:"decision"` // "approved", "approved_session" or "denied"
-	By       string    `json:"by"`
-	At       time.Time `json:"at"`
-	Reason   string    `json:"reason,omitempty"`
+	Decision string `json:"decision"` // "approved", "approved_session" or "denied"
+	// By is who decided: a verified identity (the OS account, found by
+	// uid, at the terminal and for agentctl; the name of the approver's
+	// own token in the console), "policy" for the policy's own answer.
+	By string `json:"by"`
+	// Via is where the decision was given: "terminal", "agentctl",
+	// "console", "elicitation", or "standing" for a call that a standing
+	// approval (approve for this session) let through.
+	Via    string    `json:"via,omitempty"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
 	// What a queued or standing approval is bound to: the arguments'
 	// fingerprint, the version of the policy it was asked under, when it
 	// lapses, and who made the call (a policy may require By to differ).
@@ -82,6 +91,39 @@ type Approval struct {
 	PolicyVersion string    `json:"policyVersion,omitempty"`
 	Expires       time.Time `json:"expires,omitzero"`
 	Requester     string    `json:"requester,omitempty"`
+	// Standing names the standing approval that let this call through
+	// (Via "standing"): the call it was given on and when. By, Expires
+	// and PolicyVersion are that approval's.
+	Standing *Standing `json:"standing,omitempty"`
+}
+
+// Standing refers to a standing approval ("approve for this session",
+// DecisionApprovedSession) from a call it let through: the record that
+// carries it (same tenant), where and when it was given.
+type Standing struct {
+	Layer   string    `json:"layer,omitempty"`
+	Tool    string    `json:"tool"`
+	Key     string    `json:"key"`
+	Session string    `json:"session,omitempty"`
+	Via     string    `json:"via,omitempty"`
+	Given   time.Time `json:"given"`
+}
+
+// ViaStanding is the Via of an approval that a standing approval gave.
+const ViaStanding = "standing"
+
+// StandingFrom is the approval a call (record rec) gets from the standing
+// approval on src, at now: approved once, by whoever gave the standing
+// approval, bound to rec's fingerprint and to the standing approval's
+// policy version and expiry, with a reference to src. Requester is src's;
+// the caller sets the requester of rec's call.
+func StandingFrom(src, rec *Record, now time.Time) *Approval {
+	ap := src.Approval
+	return &Approval{
+		Decision: DecisionApproved, By: ap.By, Via: ViaStanding, At: now.UTC(), Reason: ap.Reason,
+		Fingerprint: rec.Fingerprint, PolicyVersion: ap.PolicyVersion, Expires: ap.Expires, Requester: ap.Requester,
+		Standing: &Standing{Layer: src.Layer, Tool: src.Tool, Key: src.Key, Session: src.Session, Via: ap.Via, Given: ap.At},
+	}
 }
 
 // Approval decisions.
@@ -130,3 +172,51 @@ const (
 	// DefaultMaxResult is the size past which a result is compacted.
 	DefaultMaxResult = 4 << 20
 )
+
+// Text describes the approval in one line for people: the decision, who
+// gave it and where, when, the reason, and what it is bound to (a
+// standing approval's record, the policy version, the expiry).
+func (a *Approval) Text() string {
+	if a == nil {
+		return ""
+	}
+	by := a.By
+	if by == "" {
+		by = "-"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s by %s", a.Decision, by)
+	if a.Via != "" && a.Via != ViaStanding {
+		fmt.Fprintf(&b, " (%s)", a.Via)
+	}
+	if !a.At.IsZero() {
+		fmt.Fprintf(&b, " at %s", a.At.UTC().Format(time.RFC3339))
+	}
+	if a.Reason != "" {
+		fmt.Fprintf(&b, ": %s", a.Reason)
+	}
+	if s := a.Standing; s != nil {
+		fmt.Fprintf(&b, "; by the standing approval given on %s key %s", s.Tool, s.Key)
+		if s.Via != "" {
+			fmt.Fprintf(&b, " (%s)", s.Via)
+		}
+		fmt.Fprintf(&b, " at %s", s.Given.UTC().Format(time.RFC3339))
+		if s.Session != "" {
+			fmt.Fprintf(&b, " for session %s", s.Session)
+		}
+	}
+	if a.Decision == DecisionApprovedSession || a.Standing != nil {
+		if !a.Expires.IsZero() {
+			fmt.Fprintf(&b, ", standing until %s", a.Expires.UTC().Format(time.RFC3339))
+		}
+	} else if !a.Expires.IsZero() {
+		fmt.Fprintf(&b, "; valid until %s", a.Expires.UTC().Format(time.RFC3339))
+	}
+	if a.PolicyVersion != "" {
+		fmt.Fprintf(&b, "; policy %s", a.PolicyVersion)
+	}
+	if a.Requester != "" {
+		fmt.Fprintf(&b, "; requested by %s", a.Requester)
+	}
+	return b.String()
+}

@@ -185,6 +185,45 @@ type PurgeRequest struct {
 	// verify checks retention in a scratch tenant without touching anyone
 	// else's); empty means every tenant.
 	Tenant string
+	// Limit, when positive, bounds one Purge to that many records (deleted
+	// or made tombstones), so a periodic sweep does bounded work however
+	// far behind it is; what is left waits for the next sweep. Zero purges
+	// everything that matches. Either way a Store deletes in batches of its
+	// own, each a short transaction, so a large purge never holds the
+	// ledger's write lock for long.
+	Limit int
+}
+
+// DefaultSweepLimit is the most records one periodic sweep (the server
+// guard's Run, the proxy's) purges: at one sweep a minute, a sustained
+// 10,000 calls a minute (about 166 a second) past their retention.
+const DefaultSweepLimit = 10000
+
+// PurgePreviewer is the optional part of a Store that says what a Purge
+// would remove without removing anything (agentctl ledger purge
+// --dry-run). Callers find it with a type assertion on Unwrap(store).
+type PurgePreviewer interface {
+	// PurgePreview counts the records Purge(ctx, p) would delete or make
+	// tombstones of now, ignoring p.Limit.
+	PurgePreview(ctx context.Context, p PurgeRequest) (PurgePreview, error)
+}
+
+// PurgePreview is what a Purge would remove.
+type PurgePreview struct {
+	// ByState counts the records per state; states with none are absent.
+	ByState map[State]int
+	// Oldest and Newest are the creation times of the oldest and newest
+	// of them (zero when there are none).
+	Oldest, Newest time.Time
+}
+
+// Total is the number of records the preview counts.
+func (p PurgePreview) Total() int {
+	n := 0
+	for _, c := range p.ByState {
+		n += c
+	}
+	return n
 }
 
 // TenantEraser is the optional part of a Store that removes every record

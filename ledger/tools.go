@@ -36,9 +36,6 @@ type ToolSettings struct {
 	// Compact shrinks a result past the size limit to what a replay needs
 	// to mean the same thing (Compact when nil).
 	Compact Compactor
-	// Approval overrides the confirmation policy for the tool: "allow",
-	// "ask", "queue" or "deny"; empty leaves it to the policy.
-	Approval string
 }
 
 // Tools maps tool names to their settings.

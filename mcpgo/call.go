@@ -34,9 +34,9 @@ func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, e
 	return c.c.Call(ctx, caller.Request[mcp.CallToolRequest]{Tool: req.Params.Name, Arguments: req.Params.Arguments, Params: req})
 }
 
-// Replay decodes a finished record's result, as mcp-go's client would
+// ReplayResult decodes a finished record's result, as mcp-go's client would
 // have, with the replay marker added to its _meta.
-func Replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
+func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	res, err := codec{}.Decode(rec.Result)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@
 //	g := &planner.Guard{Store: st, Tools: ledger.Tools{"send_mail": {Window: time.Hour}}}
 //	v, err := g.Check(ctx, planner.Query{Tenant: "acme", Session: "s1", Tool: "send_mail", Fingerprint: fp})
 //	switch v.Decision {
-//	case planner.New:
+//	case planner.Run:
 //		// execute; reuse v.Record.Key when v.Record is set
 //	case planner.Replay:
 //		// return v.Record.Result

@@ -14,7 +14,7 @@ func Explain(v Verdict) string {
 	if v.Record == nil {
 		return "No earlier call with these arguments was found in this session; the call is new."
 	}
-	if v.Decision == New {
+	if v.Decision == Run {
 		r := v.Record
 		if r.State == ledger.StateRejected {
 			return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) did not run; it is made again under the same key.",

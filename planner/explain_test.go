@@ -27,9 +27,9 @@ func TestExplain(t *testing.T) {
 		want   []string
 		absent []string
 	}{
-		{name: "new", v: planner.Verdict{Decision: planner.New},
+		{name: "new", v: planner.Verdict{Decision: planner.Run},
 			want: []string{"new"}, absent: []string{"ledger_status", "Do not"}},
-		{name: "new over a retryable record", v: planner.Verdict{Decision: planner.New, Record: rec(ledger.StateRetryable)},
+		{name: "new over a retryable record", v: planner.Verdict{Decision: planner.Run, Record: rec(ledger.StateRetryable)},
 			want: []string{"k1.abc", "never reached the tool", "same key", "2026-03-01T08:15:00Z"}, absent: []string{"Do not"}},
 		{name: "replay succeeded", v: planner.Verdict{Decision: planner.Replay, Record: rec(ledger.StateSucceeded)},
 			want: []string{"send_mail", "k1.abc", "succeeded", "2026-03-01T08:15:00Z", "Do not issue it again", `ledger_status with key "k1.abc"`}},

@@ -18,9 +18,9 @@ type Decision int
 
 // The decisions, one per way an earlier identical call can stand.
 const (
-	// New: no earlier call matches (or the match never ran: RETRYABLE or
+	// Run: no earlier call matches (or the match never ran: RETRYABLE or
 	// REJECTED, and the Verdict's Record carries the key to reuse): execute.
-	New Decision = iota
+	Run Decision = iota
 	// Replay: an earlier call finished (SUCCEEDED or FAILED); its recorded
 	// result is the answer.
 	Replay
@@ -33,7 +33,7 @@ const (
 	Denied
 )
 
-var decisionNames = [...]string{"new", "replay", "in_flight", "unknown", "denied"}
+var decisionNames = [...]string{"run", "replay", "in_flight", "unknown", "denied"}
 
 func (d Decision) String() string {
 	if d < 0 || int(d) >= len(decisionNames) {
@@ -52,7 +52,7 @@ type Query struct {
 }
 
 // Verdict is the Guard's answer. Record is the newest matching record; it is
-// nil only when Decision is New and nothing matched.
+// nil only when Decision is Run and nothing matched.
 type Verdict struct {
 	Decision Decision
 	Record   *ledger.Record
@@ -63,7 +63,7 @@ type Verdict struct {
 type Guard struct {
 	Store ledger.Store
 	// Window is how far back a match counts (DefaultWindow when zero). A
-	// negative Window turns the guard off: every call is New.
+	// negative Window turns the guard off: every call is Run.
 	Window time.Duration
 	// Tools overrides Window per tool name (ToolSettings.Window: zero
 	// keeps Window, negative turns the guard off for that tool).
@@ -112,7 +112,7 @@ func (g *Guard) Check(ctx context.Context, q Query) (Verdict, error) {
 	}
 	w, on := g.window(q.Tool)
 	if !on {
-		return Verdict{Decision: New}, nil
+		return Verdict{Decision: Run}, nil
 	}
 	now := g.now()
 	recs, err := g.Store.FindRecent(ctx, ledger.RecentQuery{
@@ -137,7 +137,7 @@ func (g *Guard) Check(ctx context.Context, q Query) (Verdict, error) {
 		}
 		return Verdict{Decision: decide(r), Record: r}, nil
 	}
-	return Verdict{Decision: New}, nil
+	return Verdict{Decision: Run}, nil
 }
 
 // decide maps the table's action for r to the guard's decision.
@@ -151,7 +151,7 @@ func decide(r *ledger.Record) Decision {
 		return Denied
 	case ledger.ActReclaim:
 		// Nothing ran: send it again, under the same key.
-		return New
+		return Run
 	}
 	return Unknown
 }

@@ -29,7 +29,7 @@ func TestGuardDecisions(t *testing.T) {
 		{ledger.StateUnknown, planner.Unknown, true},
 		{ledger.StateDenied, planner.Denied, true},
 		// Never reached the tool: execute again, reusing the key.
-		{ledger.StateRetryable, planner.New, true},
+		{ledger.StateRetryable, planner.Run, true},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.state), func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestGuardNoMatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := g.Check(context.Background(), tc.q)
-			if err != nil || v.Decision != planner.New || v.Record != nil {
+			if err != nil || v.Decision != planner.Run || v.Record != nil {
 				t.Fatalf("Check(%+v) = %v, %+v, %v; want New with no record", tc.q, v.Decision, v.Record, err)
 			}
 		})
@@ -90,14 +90,14 @@ func TestGuardWindow(t *testing.T) {
 	}{
 		{name: "default window, inside", tool: "create_order", elapsed: 9*time.Minute + 59*time.Second, want: planner.Replay},
 		{name: "default window, at the edge", tool: "create_order", elapsed: 10 * time.Minute, want: planner.Replay},
-		{name: "default window, past", tool: "create_order", elapsed: 10*time.Minute + time.Second, want: planner.New},
+		{name: "default window, past", tool: "create_order", elapsed: 10*time.Minute + time.Second, want: planner.Run},
 		{name: "custom window, inside", guard: planner.Guard{Window: time.Hour}, tool: "create_order", elapsed: 59 * time.Minute, want: planner.Replay},
-		{name: "custom window, past", guard: planner.Guard{Window: time.Minute}, tool: "create_order", elapsed: 2 * time.Minute, want: planner.New},
+		{name: "custom window, past", guard: planner.Guard{Window: time.Minute}, tool: "create_order", elapsed: 2 * time.Minute, want: planner.Run},
 		{name: "per-tool window, inside", guard: planner.Guard{Tools: ledger.Tools{"send_mail": {Window: 2 * time.Hour}}}, tool: "send_mail", elapsed: 90 * time.Minute, want: planner.Replay},
-		{name: "per-tool window does not widen others", guard: planner.Guard{Tools: ledger.Tools{"send_mail": {Window: 2 * time.Hour}}}, tool: "create_order", elapsed: 90 * time.Minute, want: planner.New},
-		{name: "per-tool window narrower than default", guard: planner.Guard{Tools: ledger.Tools{"create_order": {Window: 30 * time.Second}}}, tool: "create_order", elapsed: time.Minute, want: planner.New},
-		{name: "per-tool negative turns the guard off", guard: planner.Guard{Tools: ledger.Tools{"create_order": {Window: -1}}}, tool: "create_order", elapsed: 0, want: planner.New},
-		{name: "negative window turns the guard off", guard: planner.Guard{Window: -1}, tool: "create_order", elapsed: 0, want: planner.New},
+		{name: "per-tool window does not widen others", guard: planner.Guard{Tools: ledger.Tools{"send_mail": {Window: 2 * time.Hour}}}, tool: "create_order", elapsed: 90 * time.Minute, want: planner.Run},
+		{name: "per-tool window narrower than default", guard: planner.Guard{Tools: ledger.Tools{"create_order": {Window: 30 * time.Second}}}, tool: "create_order", elapsed: time.Minute, want: planner.Run},
+		{name: "per-tool negative turns the guard off", guard: planner.Guard{Tools: ledger.Tools{"create_order": {Window: -1}}}, tool: "create_order", elapsed: 0, want: planner.Run},
+		{name: "negative window turns the guard off", guard: planner.Guard{Window: -1}, tool: "create_order", elapsed: 0, want: planner.Run},
 		{name: "per-tool window beats an off default", guard: planner.Guard{Window: -1, Tools: ledger.Tools{"send_mail": {Window: time.Minute}}}, tool: "send_mail", elapsed: 0, want: planner.Replay},
 	}
 	for _, tc := range cases {
@@ -146,7 +146,7 @@ func TestGuardRetention(t *testing.T) {
 		c.Advance(2 * time.Minute)
 		g := &planner.Guard{Store: st, Now: c.Now}
 		v, err := g.Check(context.Background(), query(t, "create_order", orderArgs))
-		if err != nil || v.Decision != planner.New || v.Record != nil {
+		if err != nil || v.Decision != planner.Run || v.Record != nil {
 			t.Fatalf("Check = %v, %+v, %v; want New (reexecute policy frees the key)", v.Decision, v.Record, err)
 		}
 	})
@@ -162,7 +162,7 @@ func TestGuardRetention(t *testing.T) {
 		}
 		g := &planner.Guard{Store: st, Now: c.Now}
 		v, err := g.Check(context.Background(), query(t, "pay", orderArgs))
-		if err != nil || v.Decision != planner.New {
+		if err != nil || v.Decision != planner.Run {
 			t.Fatalf("Check = %v, %v; want New", v.Decision, err)
 		}
 	})
@@ -220,7 +220,7 @@ func TestGuardIgnoresForeignRecords(t *testing.T) {
 	}}
 	g := &planner.Guard{Store: fake, Now: c.Now}
 	v, err := g.Check(context.Background(), query(t, "pay", orderArgs))
-	if err != nil || v.Decision != planner.New || v.Record != nil {
+	if err != nil || v.Decision != planner.Run || v.Record != nil {
 		t.Fatalf("Check = %v, %+v, %v; want New with no record", v.Decision, v.Record, err)
 	}
 }
@@ -264,7 +264,7 @@ func TestGuardStoreFailure(t *testing.T) {
 
 func TestDecisionString(t *testing.T) {
 	cases := map[planner.Decision]string{
-		planner.New: "new", planner.Replay: "replay", planner.InFlight: "in_flight",
+		planner.Run: "run", planner.Replay: "replay", planner.InFlight: "in_flight",
 		planner.Unknown: "unknown", planner.Denied: "denied", planner.Decision(99): "Decision(99)",
 	}
 	for d, want := range cases {

@@ -105,7 +105,7 @@ func joinCtx(ctxErr, last error) error {
 	return errors.Join(ctxErr, last)
 }
 
-// realTimer is backoff's default timer, which the package does not export.
+// realTimer is the Timer Do uses when the Policy sets none.
 type realTimer struct {
 	t *time.Timer
 }

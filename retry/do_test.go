@@ -16,7 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/server"
 )
 
-// fakeClock is a backoff.Clock that moves only when the fake timer fires.
+// fakeClock is a retry.Clock that moves only when the fake timer fires.
 type fakeClock struct {
 	mu  sync.Mutex // guards now
 	now time.Time

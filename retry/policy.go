@@ -33,9 +33,9 @@ type Policy struct {
 	// Timer waits between attempts. Nil: a new real timer per Do. Tests
 	// inject a fake that fires at once so they never sleep; a Timer serves
 	// one Do at a time.
-	Timer backoff.Timer
+	Timer Timer
 	// Clock measures MaxElapsed. Nil: the wall clock.
-	Clock backoff.Clock
+	Clock Clock
 	// Rand returns a number in [0, 1) that scales each wait (full jitter:
 	// wait = Rand() * the exponential cap). Nil: math/rand/v2.
 	Rand func() float64
@@ -69,7 +69,7 @@ func (p *Policy) withDefaults() Policy {
 		q.Multiplier = DefaultMultiplier
 	}
 	if q.Clock == nil {
-		q.Clock = backoff.SystemClock
+		q.Clock = wallClock{}
 	}
 	if q.Rand == nil {
 		q.Rand = rand.Float64

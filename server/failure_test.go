@@ -71,7 +71,7 @@ func TestAmbiguousEndingsAreUnknownUntilReconciled(t *testing.T) {
 				t.Fatalf("record = %s (%s); want UNKNOWN (%s)", rec.State, rec.ErrorKind, tc.kind)
 			}
 			want := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "order ord-a exists"}}}
-			if _, err := server.Reconcile(ctx, r.store, id, ledger.StateSucceeded, want, "found in the orders table"); err != nil {
+			if _, err := server.Reconcile(ctx, r.store, id, server.Reconciliation{As: ledger.StateSucceeded, Result: want, Note: "found in the orders table"}); err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
 			res, err := callKey(ctx, cs, tool, "amb-1", args)
@@ -314,5 +314,37 @@ func TestMultiRoundTripContinuationIsTheSameOperation(t *testing.T) {
 	rec, err := r.store.Get(ctx, orderID("mrtr-1"))
 	if err != nil || rec.State != ledger.StateSucceeded || rec.Attempts != 2 {
 		t.Errorf("record = %+v, %v; want SUCCEEDED after 2 attempts (the question and the continuation)", rec, err)
+	}
+}
+
+// A sweep purges at most Options.SweepLimit records past retention; the
+// backlog goes at the next sweeps, and records still within retention
+// stay.
+func TestSweepIsBounded(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	settle := func(key string, retention time.Duration) {
+		c, err := st.Claim(ctx, ledger.ClaimRequest{ID: orderID(key), Fingerprint: "f", Owner: "o", Retention: retention})
+		if err != nil {
+			t.Fatalf("Claim(%s): %v", key, err)
+		}
+		if _, err := st.Transition(ctx, ledger.Transition{ID: orderID(key), From: ledger.StateProcessing, To: ledger.StateSucceeded,
+			Owner: "o", Fence: c.Record.Fence, AddAttempts: 1}); err != nil {
+			t.Fatalf("Transition(%s): %v", key, err)
+		}
+	}
+	for i := range 5 {
+		settle(fmt.Sprintf("old-%d", i), time.Hour)
+	}
+	settle("young", 48*time.Hour)
+	later := time.Now().Add(2 * time.Hour)
+	g := server.New(st, &server.Options{Logger: quietLogger(), SweepLimit: 2, Now: func() time.Time { return later }})
+	for i, want := range []int{2, 2, 1, 0} {
+		if _, purged := g.Sweep(ctx); purged != want {
+			t.Errorf("sweep %d purged %d records; want %d (at most SweepLimit 2 a sweep)", i+1, purged, want)
+		}
+	}
+	if _, err := st.Get(ctx, orderID("young")); err != nil {
+		t.Errorf("Get(young) after the sweeps = %v; want it kept", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,7 +143,7 @@ func wireErr(err error) (code int64, reason string, retryAfterMs int64) {
 }
 
 // replayOf returns the replay marker of a result, or nil for a fresh one.
-func replayOf(t testing.TB, res *mcp.CallToolResult) *server.Replay {
+func replayOf(t testing.TB, res *mcp.CallToolResult) *wire.Replay {
 	t.Helper()
 	v, ok := res.Meta[server.MetaReplay]
 	if !ok {
@@ -152,7 +153,7 @@ func replayOf(t testing.TB, res *mcp.CallToolResult) *server.Replay {
 	if err != nil {
 		t.Fatalf("marshal replay marker: %v", err)
 	}
-	var rp server.Replay
+	var rp wire.Replay
 	if err := json.Unmarshal(b, &rp); err != nil {
 		t.Fatalf("decode replay marker %s: %v", b, err)
 	}

@@ -38,7 +38,7 @@ type Options struct {
 	Layer string
 
 	// Guard decides whether calls of a tool without an explicit Tools entry
-	// need a key. Nil means DefaultGuard: every tool not annotated
+	// need a key. Nil means GuardedByDefault: every tool not annotated
 	// readOnlyHint.
 	Guard func(tool *mcp.Tool) bool
 
@@ -47,7 +47,11 @@ type Options struct {
 
 	// InProgressWait bounds how long a duplicate waits for the execution it
 	// duplicates before it gets -31002 in_progress (DefaultInProgressWait
-	// when zero).
+	// when zero). It is shorter than the client's default (30 s) on
+	// purpose: a server holds a request, a connection and a handler slot
+	// while it waits, so it answers -31002 with retryAfterMs soon and lets
+	// the client, which waits without holding anything of the server's,
+	// ask again under the same key.
 	InProgressWait time.Duration
 	// RetryAfter is the retryAfterMs advice sent with -31002
 	// (DefaultRetryAfter when zero).
@@ -63,6 +67,10 @@ type Options struct {
 	Retention time.Duration
 	// SweepEvery is the period of Run (Lease/4 when zero, at least 100ms).
 	SweepEvery time.Duration
+	// SweepLimit is the most records one sweep purges, so a sweep does
+	// bounded work however large the backlog; the rest waits for the next
+	// sweep (ledger.DefaultSweepLimit when zero).
+	SweepLimit int
 
 	// MaxResult is the stored size past which a result is compacted
 	// (ledger.DefaultMaxResult when zero).
@@ -96,9 +104,9 @@ type Options struct {
 // needed even when the tool is annotated read-only).
 type ToolPolicy = ledger.ToolSettings
 
-// DefaultGuard requires a key for every tool not annotated readOnlyHint.
+// GuardedByDefault requires a key for every tool not annotated readOnlyHint.
 // Annotations are the server's own, so they are trusted here.
-func DefaultGuard(tool *mcp.Tool) bool {
+func GuardedByDefault(tool *mcp.Tool) bool {
 	return tool.Annotations == nil || !tool.Annotations.ReadOnlyHint
 }
 
@@ -109,7 +117,7 @@ func (o *Options) withDefaults() Options {
 		c = *o
 	}
 	if c.Guard == nil {
-		c.Guard = DefaultGuard
+		c.Guard = GuardedByDefault
 	}
 	if c.Layer == "" {
 		c.Layer = ledger.LayerServer
@@ -128,6 +136,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.SweepEvery <= 0 {
 		c.SweepEvery = max(c.Lease/4, 100*time.Millisecond)
+	}
+	if c.SweepLimit <= 0 {
+		c.SweepLimit = ledger.DefaultSweepLimit
 	}
 	if c.MaxResult <= 0 {
 		c.MaxResult = ledger.DefaultMaxResult

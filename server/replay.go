@@ -10,10 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Replay is the value of _meta["io.github.mcpledger/replay"] on a replayed
-// result (package wire's marker, the same on the client side).
-type Replay = wire.Replay
-
 // replay rebuilds the stored result with the replay marker. Each call
 // decodes a fresh copy, so the marker never leaks into the stored bytes or
 // into another duplicate's reply.

@@ -33,8 +33,7 @@ var (
 	decodeArgs  = caller.DecodeArgs
 	callKey     = caller.KeyOf
 	traceParent = caller.TraceParent
-	jsonKind    = caller.JSONKind
-	errNoKey    = caller.ErrNoKey
+	errNoKey    = caller.ErrKeyRequired
 )
 
 const keyHelp = caller.KeyHelp

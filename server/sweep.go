@@ -30,7 +30,8 @@ func (g *Guard) Run(ctx context.Context) error {
 }
 
 // Sweep runs one pass of Run and reports how many records it expired and
-// purged. Errors are logged, not returned: the next pass tries again.
+// purged: at most Options.SweepLimit, the rest at the next pass. Errors
+// are logged, not returned: the next pass tries again.
 func (g *Guard) Sweep(ctx context.Context) (expired, purged int) {
 	n, err := g.store.ExpireLeases(ctx)
 	if err != nil && ctx.Err() == nil {
@@ -40,9 +41,12 @@ func (g *Guard) Sweep(ctx context.Context) (expired, purged int) {
 	if n > 0 {
 		g.opts.Logger.WarnContext(ctx, "mcpledger server: leases ended mid-handler; records are UNKNOWN until reconciled", "count", n)
 	}
-	p, err := g.store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: g.opts.Now()})
+	p, err := g.store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: g.opts.Now(), Limit: g.opts.SweepLimit})
 	if err != nil && ctx.Err() == nil {
 		g.opts.Logger.ErrorContext(ctx, "mcpledger server: purging", "err", err)
+	}
+	if p >= g.opts.SweepLimit {
+		g.opts.Logger.WarnContext(ctx, "mcpledger server: more records past retention than one sweep purges; the rest go at the next sweeps (raise Options.SweepLimit or sweep more often)", "purged", p)
 	}
 	return n, p
 }

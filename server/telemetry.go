@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 func newTelemetry(store ledger.Store, o Options) *telemetry.Telemetry {
@@ -52,7 +53,7 @@ func result(tc *telemetry.Call, c *call, res mcp.Result, err error) telemetry.Re
 			r.Outcome = ledger.OutcomeSucceeded
 		case cr.Meta[MetaReplay] != nil:
 			r.Outcome, r.Duplicate = ledger.OutcomeReplayed, true
-			if m, ok := cr.Meta[MetaReplay].(Replay); ok {
+			if m, ok := cr.Meta[MetaReplay].(wire.Replay); ok {
 				r.State = m.State
 			}
 		case len(cr.InputRequests) > 0:

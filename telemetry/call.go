@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -144,6 +145,10 @@ type Result struct {
 	// Duplicate: the call was answered from an earlier record of its key
 	// without running the tool.
 	Duplicate bool
+	// ResponseCode is the JSON-RPC error code the peer answered the call
+	// with (rpc.response.status_code); 0 when it answered with a result or
+	// not at all.
+	ResponseCode int64
 }
 
 // End records the call's outcome in the metrics, the event log and the
@@ -156,6 +161,9 @@ func (c *Call) End(ctx context.Context, r Result) {
 	elapsed := t.now().Sub(c.start)
 	attempts := int(c.attempts.Load())
 	c.span.SetAttributes(AttrOutcome.String(string(r.Outcome)))
+	if r.ResponseCode != 0 {
+		c.span.SetAttributes(AttrResponseStatusCode.String(strconv.FormatInt(r.ResponseCode, 10)))
+	}
 	if attempts > 0 {
 		c.span.SetAttributes(AttrAttempts.Int(attempts))
 	}
@@ -183,7 +191,13 @@ func (c *Call) End(ctx context.Context, r Result) {
 	// client, only calls that sent one (a replay from the client's own
 	// ledger made no MCP request).
 	if t.side == ledger.SideServer || attempts > 0 {
-		t.operationDuration.Record(ctx, elapsed.Seconds(), option(a.ops, r.Outcome, operationAttrs(key, r.Outcome)...))
+		ops := option(a.ops, r.Outcome, operationAttrs(key, r.Outcome)...)
+		if r.ResponseCode != 0 {
+			// Rare (the peer refused), so its set is built here.
+			ops = metric.WithAttributes(append(operationAttrs(key, r.Outcome),
+				AttrResponseStatusCode.String(strconv.FormatInt(r.ResponseCode, 10)))...)
+		}
+		t.operationDuration.Record(ctx, elapsed.Seconds(), ops)
 	}
 	t.calls.Add(ctx, 1, option(a.calls, r.Outcome, toolKV, t.sideKV, AttrOutcome.String(string(r.Outcome))))
 	switch r.Outcome {

@@ -79,7 +79,7 @@ func Example() {
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 				outcome, _ := dp.Attributes.Value(telemetry.AttrOutcome)
-				lines = append(lines, fmt.Sprintf("%s{%s=%s} %d", m.Name, telemetry.AttrOutcome, outcome.Emit(), dp.Value))
+				lines = append(lines, fmt.Sprintf("%s{%s=%s} %d", m.Name, telemetry.AttrOutcome, outcome.String(), dp.Value))
 			}
 		}
 	}

@@ -263,7 +263,7 @@ func matches(s attribute.Set, match []string) bool {
 			}
 			continue
 		}
-		if !ok || got.Emit() != v {
+		if !ok || got.String() != v {
 			return false
 		}
 	}

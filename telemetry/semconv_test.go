@@ -283,3 +283,31 @@ func TestUnknownGaugeFailedCount(t *testing.T) {
 		t.Errorf("errors handled = %v; want one naming %s", handled, telemetry.MetricUnknownOpen)
 	}
 }
+
+// TestResponseStatusCode: a call the server refuses with a JSON-RPC error
+// (an unknown tool: -32602) carries the code as rpc.response.status_code
+// on the client's operation duration and span; a result carries none.
+func TestResponseStatusCode(t *testing.T) {
+	r := newRig(t, nil)
+	mustCall(t, r.client, keyed(), 5)
+	ctx := client.WithKey(context.Background(), "nope-1")
+	if _, err := r.client.Call(ctx, &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{"amount": 1}}); err == nil {
+		t.Fatal("Call(nope) = nil error; want the server's -32602")
+	}
+	code := string(telemetry.AttrResponseStatusCode) + "=-32602"
+	if got := r.total(telemetry.MetricClientOperationDuration, code); got != 1 {
+		t.Errorf("%s[%s] = %v points; want 1", telemetry.MetricClientOperationDuration, code, got)
+	}
+	if got := r.total(telemetry.MetricClientOperationDuration, string(telemetry.AttrResponseStatusCode)+"="); got != 1 {
+		t.Errorf("%s without a status code = %v points; want 1 (the call that got a result)", telemetry.MetricClientOperationDuration, got)
+	}
+	found := false
+	for _, s := range r.spans.Ended() {
+		if s.SpanKind() == trace.SpanKindClient && attr(s, telemetry.AttrResponseStatusCode) == "-32602" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no client span carries rpc.response.status_code -32602")
+	}
+}

@@ -62,6 +62,9 @@ const (
 	// AttrErrorType is error.type: "tool_error" for a tool that said no
 	// (isError), else the outcome ("_OTHER" for error); absent on success.
 	AttrErrorType = semconv.ErrorTypeKey
+	// AttrResponseStatusCode is the JSON-RPC error code a peer answered
+	// with, on the operation duration and the span.
+	AttrResponseStatusCode = semconv.RPCResponseStatusCodeKey
 
 	AttrSide    = attribute.Key("mcpledger.side")
 	AttrOutcome = attribute.Key("mcpledger.outcome")

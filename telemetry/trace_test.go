@@ -121,8 +121,8 @@ func TestNoKeyInTelemetry(t *testing.T) {
 				t.Errorf("%s has attribute %q; want only %v", where, kv.Key, allowed)
 			}
 			for _, bad := range []string{secretKey, ledger.ShortHash(secretKey)} {
-				if strings.Contains(kv.Value.Emit(), bad) {
-					t.Errorf("%s attribute %s = %q holds the key", where, kv.Key, kv.Value.Emit())
+				if strings.Contains(kv.Value.String(), bad) {
+					t.Errorf("%s attribute %s = %q holds the key", where, kv.Key, kv.Value.String())
 				}
 			}
 		}
@@ -169,7 +169,7 @@ func onlySpan(t *testing.T, spans []sdktrace.ReadOnlySpan, kind trace.SpanKind) 
 func attr(s sdktrace.ReadOnlySpan, k attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == k {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

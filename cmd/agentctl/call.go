@@ -24,17 +24,18 @@ import (
 func init() { register(newCallCmd) }
 
 type callFlags struct {
-	up      upstream
-	session string
-	key     string
-	keySet  bool // --key was given, even empty: an empty key is an invalid key
-	newKey  bool
-	yes     bool
-	args    string
-	policy  string
-	timeout time.Duration
-	waitFor time.Duration // --wait-approval
-	durable string        // --durability
+	up       upstream
+	session  string
+	key      string
+	keySet   bool // --key was given, even empty: an empty key is an invalid key
+	newKey   bool
+	yes      bool
+	args     string
+	policy   string
+	timeout  time.Duration
+	waitFor  time.Duration // --wait-approval
+	durable  string        // --durability
+	progress string        // --progress
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -52,9 +53,12 @@ its field is refused before anything runs. A field without a declared type
 takes VALUE as JSON when it is JSON, else as a string. --args takes a JSON
 object (or @FILE holding one); NAME=VALUE words override its keys.
 
-On a terminal, stderr shows what the call is doing: connecting, waiting for
-another process that runs the same operation, retries and their waits, the
-server's progress, a confirmation. --timeout bounds all of it: 5 minutes by
+On a terminal, stderr shows one line saying what the call waits for and for
+how long: connecting, the server's answer (with the key), another process
+that runs the same operation, a person's approval, the next retry and when,
+the server's progress. --progress=plain writes the same as plain lines, one
+per change, for a pipe or a log; --progress=none shows nothing. Stdout holds
+the result alone either way. --timeout bounds all of it: 5 minutes by
 default (plus --wait-approval when given), --timeout 0 for no bound. A call
 that may have reached the tool when it runs out is UNKNOWN (exit 4), with its
 key; one that was never sent ran nothing.
@@ -69,9 +73,13 @@ command twice in one terminal replays it.
 A tool the policy marks sensitive (by default names with pay, send, delete,
 transfer, publish ... and destructive tools) asks for confirmation on the
 terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
---yes approves; with no one to ask the call is denied.`,
+--yes approves; with no one to ask nothing runs, the record is REJECTED and
+the command exits 2; the same command with --yes (and the same --key) runs it.`,
 		Args: usageArgs(1, -1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
+			if err := a.progressMode(f.progress); err != nil {
+				return err
+			}
 			f.keySet = c.Flags().Changed("key")
 			if !c.Flags().Changed("timeout") {
 				f.timeout = defaultCallTimeout + f.waitFor
@@ -89,6 +97,8 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 	fl.StringVar(&f.args, "args", "", "the arguments as one `JSON` object, or @FILE holding one")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after `DURATION` (connecting, waiting and retries included; default 5m plus --wait-approval, 0 for none); a call that may have run is then UNKNOWN (exit 4)")
 	fl.DurationVar(&f.waitFor, "wait-approval", 0, "when the call is queued for approval, wait up to `DURATION` for a person's decision")
+	fl.StringVar(&f.progress, "progress", progressAuto, "what stderr shows while the call waits: `MODE` auto (a status line on a terminal, else nothing), plain (a line per change) or none")
+	completeWords(c, "progress", progressAuto, progressPlain, progressNone)
 	a.policyFlag(c, &f.policy)
 	a.durabilityFlag(c, &f.durable)
 	return c
@@ -97,6 +107,22 @@ terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 // defaultCallTimeout bounds a call without --timeout, so a hung upstream
 // never holds a terminal forever.
 const defaultCallTimeout = 5 * time.Minute
+
+// progressMode sets the status line for --progress.
+func (a *app) progressMode(mode string) error {
+	switch mode {
+	case progressAuto:
+	case progressPlain:
+		a.status.close()
+		a.status = newStatus(a.io.Err, false, true, func() int { return a.termWidth(a.io.Err) })
+	case progressNone:
+		a.status.close()
+		a.status = nil
+	default:
+		return exitf(exitUsage, "--progress %s: want --progress=auto (a status line on a terminal), plain (lines for a pipe) or none", shorten(mode, 40))
+	}
+	return nil
+}
 
 // errCallTimeout is the cause of a call's context when --timeout ran out.
 var errCallTimeout = errors.New("--timeout ran out")
@@ -198,10 +224,11 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		// Ask for progress notifications only where they are shown.
 		params.SetProgressToken("agentctl-" + randomID())
 	}
-	a.status.set("calling %s…", toolName)
+	a.callee = serverName(cl.Session(), &f.up)
+	a.status.set("waiting for %s to answer %s…", a.callee, toolName)
 	out, err := cl.Call(runCtx, params)
 	if f.waitFor > 0 && errors.Is(err, client.ErrAwaitingApproval) {
-		out, err = waitApproval(runCtx, cl, params, f.waitFor, err)
+		out, err = waitApproval(runCtx, cl, params, f.waitFor, err, a.status)
 	}
 	a.status.clear()
 	if err != nil {
@@ -248,14 +275,14 @@ func loadPolicy(path string) (*confirm.Policy, error) {
 func (a *app) confirmer(yes bool) confirm.Confirmer {
 	if yes {
 		return confirm.Static{Answer: confirm.Answer{
-			Decision: ledger.DecisionApproved, By: a.who() + " (--yes)", Reason: "approved with --yes",
+			Decision: ledger.DecisionApproved, By: a.who(), Via: "agentctl --yes", Reason: "approved with --yes",
 		}}
 	}
 	switch stdinKind(a.io.In) {
 	case stdinTerminal:
-		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != ""}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: a.getenv("ACCESSIBLE") != "", User: a.who()}
 	case stdinPipe:
-		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: true}
+		return &terminal.Prompt{In: a.io.In, Out: a.io.Err, Accessible: true, User: a.who()}
 	}
 	return nil
 }

@@ -97,8 +97,9 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		a: a, ctx: ctx, out: story, exe: exe, payDB: payDB, store: st, bank: bank,
 		run: run, session: "demo-" + run, confirmer: confirmer,
 	}
-	fmt.Fprintf(story, "mcpledger demo: an agent pays through the ledger while things go wrong.\n")
-	fmt.Fprintf(story, "ledger %s, session %s, payments server: %s %s\n", ledgerPath, d.session, filepath.Base(exe), demoPaymentsCmd)
+	width := a.proseWidth(story)
+	fmt.Fprintln(story, wrapIndent("mcpledger demo: an agent pays through the ledger while things go wrong.", width, "", "  "))
+	fmt.Fprintln(story, wrapIndent(fmt.Sprintf("ledger %s, session %s, payments server: %s %s", ledgerPath, d.session, filepath.Base(exe), demoPaymentsCmd), width, "", "  "))
 	for _, step := range d.steps() {
 		if err := step(); err != nil {
 			return err

@@ -72,8 +72,10 @@ func (d *demo) heading(title string) {
 	fmt.Fprintf(d.out, "\n%d. %s\n", d.step, title)
 }
 
+// say tells one thing that happened, wrapped at word boundaries to the
+// terminal's width (80 columns when the story goes to no terminal).
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.out, "   "+format+"\n", args...)
+	fmt.Fprintln(d.out, wrapIndent(fmt.Sprintf(format, args...), d.a.proseWidth(d.out), "   ", "      "))
 }
 
 // client connects a ledger client to a fresh payments server process.
@@ -210,7 +212,7 @@ func (d *demo) sensitive() error {
 		_, why = confirm.Default().Explain(confirm.Tool{Name: tool.Name, Server: "payments", Hints: client.Hints(tool.Annotations)})
 	}
 	d.say("%s: the policy wants a person to decide (%s)", describe(d.firstCall), why)
-	op, out, err := d.pay(cl, d.ctx, "confirmed payment", d.firstCall)
+	op, out, err := d.pay(cl, d.ctx, "confirmation", d.firstCall)
 	if d.denied(err) {
 		return nil
 	}
@@ -290,7 +292,7 @@ func (d *demo) crash() error {
 	args := payment(4000, "EUR", "hooli")
 	key := "demo-" + d.run + "-crash"
 	d.say("%s with key %s; the server process dies right after it commits", describe(args), key)
-	op, _, err := d.pay(cl, client.WithKey(d.ctx, key), "crash and restart", args)
+	op, _, err := d.pay(cl, client.WithKey(d.ctx, key), "crash, restart", args)
 	if d.denied(err) {
 		return nil
 	}

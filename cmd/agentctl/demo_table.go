@@ -55,21 +55,29 @@ func (d *demo) summary(took time.Duration) (*demoSummary, error) {
 
 func (d *demo) printTable(s *demoSummary) error {
 	fmt.Fprintln(d.out)
-	t := newTable(d.out, d.a.colour(), "OPERATION", "KEY", "ATTEMPTS", "EXECUTIONS", "REPLAYS", "STATE")
+	width := d.a.proseWidth(d.out)
+	// Counts and states are kept whole; a long key is what gives way.
+	t := newTable(d.out, d.a.colour(), "OPERATION", "KEY", "ATTEMPTS", "EXECUTIONS", "REPLAYS", "STATE").keep(0, 2, 3, 4, 5).fit(width)
+	reconciled := false
 	for _, r := range s.Rows {
 		state := string(r.State)
 		if r.Reconciled {
-			state += " (reconciled)"
+			state += "*"
+			reconciled = true
 		}
-		t.row(r.Name, clip(r.Key, 28), strconv.Itoa(r.Attempts), strconv.Itoa(r.Executions), strconv.Itoa(r.Replays),
+		t.row(r.Name, r.Key, strconv.Itoa(r.Attempts), strconv.Itoa(r.Executions), strconv.Itoa(r.Replays),
 			t.paint(stateColour(r.State), state))
 	}
 	t.row(fmt.Sprintf("%d operations", s.Operations), "", strconv.Itoa(s.Attempts), strconv.Itoa(s.Executions), strconv.Itoa(s.Replays), t.paint(plain, ""))
 	if err := t.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "\nUNKNOWN found %d, reconciled %d; key reuse refused %d. %d attempts, %d payments made: one per operation. (%.1f s)\n",
-		s.UnknownFound, s.Reconciled, s.Refused, s.Attempts, s.Executions, s.Seconds)
+	if reconciled {
+		fmt.Fprintln(d.out, wrapIndent("* reconciled: settled from the server's own record after the outcome was UNKNOWN", width, "", "  "))
+	}
+	fmt.Fprintln(d.out)
+	fmt.Fprintln(d.out, wrapIndent(fmt.Sprintf("UNKNOWN found %d, reconciled %d; key reuse refused %d. %d attempts, %d payments made: one per operation. (%.1f s)",
+		s.UnknownFound, s.Reconciled, s.Refused, s.Attempts, s.Executions, s.Seconds), width, "", ""))
 	if s.Executions != s.Operations {
 		return fmt.Errorf("demo: %d payments for %d operations", s.Executions, s.Operations)
 	}

@@ -106,7 +106,7 @@ func TestDemoTable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("printTable = %v", err)
 	}
-	for _, want := range []string{"OPERATION", "lost answer", "k-1", "SUCCEEDED (reconciled)", "1 operations", "UNKNOWN found 1, reconciled 1"} {
+	for _, want := range []string{"OPERATION", "lost answer", "k-1", "SUCCEEDED*", "* reconciled", "1 operations", "UNKNOWN found 1, reconciled 1"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table does not show %q:\n%s", want, out.String())
 		}

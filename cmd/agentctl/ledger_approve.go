@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +46,12 @@ nothing runs.`
 			if !approve && reason == "" {
 				return exitf(exitUsage, "deny needs --reason TEXT: the requester is told why")
 			}
+			if approve && c.Flags().Changed("for") && !session {
+				return exitf(exitUsage, "--for %v sets how long a session approval stands; add --session (approve later calls of this tool in the call's session), or leave out --for", standFor)
+			}
+			if standFor < 0 {
+				return exitf(exitUsage, "--for %v: want a positive duration such as 1h", standFor)
+			}
 			policy, err := loadPolicy(policyPath)
 			if err != nil {
 				return err
@@ -55,13 +62,13 @@ nothing runs.`
 			if err != nil {
 				return err
 			}
-			r, err := a.findByKey(c.Context(), st, args[0], tool, ledger.StatePendingApproval)
+			r, err := a.findPending(c.Context(), st, args[0], tool, approve)
 			if err != nil {
 				return err
 			}
 			after, err := client.Decide(c.Context(), st, r.ID, client.Decision{
 				Approve: approve, ForSession: session, For: standFor,
-				By: a.who(), Reason: reason, DistinctApprover: policy.DistinctApprover,
+				By: a.who(), Via: "agentctl", Reason: reason, DistinctApprover: policy.DistinctApprover,
 			})
 			switch {
 			case errors.Is(err, client.ErrSameApprover):
@@ -76,12 +83,17 @@ nothing runs.`
 			if a.json {
 				return a.printJSON(after)
 			}
-			if approve {
+			ap := after.Approval
+			switch {
+			case !approve:
+				fmt.Fprintf(a.io.Out, "%s %s: %s -> %s by %s\n", after.Tool, after.Key, ledger.StatePendingApproval, after.State, ap.By)
+			case ap.Decision == ledger.DecisionApprovedSession:
+				fmt.Fprintf(a.io.Out, "%s %s: approved by %s until %s; the next call with this key runs it, and later calls of %s in session %s run without asking until %s\n",
+					after.Tool, after.Key, ap.By, timeText(after.LeaseUntil), after.Tool, orDash(after.Session), timeText(ap.Expires))
+			default:
 				fmt.Fprintf(a.io.Out, "%s %s: approved by %s until %s; the next call with this key runs it\n",
-					after.Tool, after.Key, after.Approval.By, timeText(after.LeaseUntil))
-				return nil
+					after.Tool, after.Key, ap.By, timeText(after.LeaseUntil))
 			}
-			fmt.Fprintf(a.io.Out, "%s %s: %s -> %s by %s\n", after.Tool, after.Key, ledger.StatePendingApproval, after.State, after.Approval.By)
 			return nil
 		})
 		fl := c.Flags()
@@ -90,10 +102,55 @@ nothing runs.`
 		a.policyFlag(c, &policyPath)
 		if approve {
 			fl.BoolVar(&session, "session", false, "also approve later calls of this tool in the call's session")
-			fl.DurationVar(&standFor, "for", 0, "how long a --session approval stands (`DURATION`; default: the call's approval expiry)")
+			fl.DurationVar(&standFor, "for", 0, "with --session: how long the session approval stands (`DURATION`; default: the call's approval expiry)")
 		}
 		return c
 	}
+}
+
+// findPending finds the queued call a person decides on: the one record
+// of key (of tool, when given) that waits for approval. A key whose
+// records wait for nothing is named with the state each is in (as it
+// reads now: an approval whose expiry passed is REJECTED).
+func (a *app) findPending(ctx context.Context, st ledger.Store, key, tool string, approve bool) (*ledger.Record, error) {
+	all, err := a.findAllByKey(ctx, st, key, tool, "")
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var pending []*ledger.Record
+	var states []string
+	for _, r := range all {
+		shown := ledger.AsRead(r, now)
+		if shown.State == ledger.StatePendingApproval {
+			pending = append(pending, r)
+			continue
+		}
+		why := ""
+		switch {
+		case shown.ErrorKind == ledger.KindApprovalExpired:
+			why = fmt.Sprintf(" (its approval expired at %s; nothing ran)", timeText(r.LeaseUntil))
+		case shown.Approval != nil:
+			why = fmt.Sprintf(" (%s by %s at %s)", shown.Approval.Decision, orDash(shown.Approval.By), timeText(shown.Approval.At))
+		}
+		states = append(states, fmt.Sprintf("its %s record (layer %s) is %s%s", shown.Tool, layerText(shown.Layer), shown.State, why))
+	}
+	verb := "approved"
+	if !approve {
+		verb = "denied"
+	}
+	switch len(pending) {
+	case 1:
+		return pending[0], nil
+	case 0:
+		return nil, exitf(exitUsage, "key %s awaits no approval: %s; only calls that wait for approval (agentctl ledger list --state pending_approval) are %s",
+			key, strings.Join(states, "; "), verb)
+	}
+	layers := make([]string, 0, len(pending))
+	for _, r := range pending {
+		layers = append(layers, r.Tool+" in layer "+layerText(r.Layer))
+	}
+	return nil, exitf(exitUsage, "key %s names several calls that wait for approval (%s); pass --tool and --layer to choose one", key, strings.Join(layers, ", "))
 }
 
 // awaitingError is the exit-6 line of a call that waits for approval.
@@ -113,10 +170,15 @@ func (a *app) awaitingError(tool, key string, err error) error {
 // waitApproval calls again, under the queued call's key, until a person
 // decides or wait runs out. The ledger keeps the queued call, not this
 // process: giving up changes nothing.
-func waitApproval(ctx context.Context, cl *client.Client, p *mcp.CallToolParams, wait time.Duration, first error) (*client.Outcome, error) {
+func waitApproval(ctx context.Context, cl *client.Client, p *mcp.CallToolParams, wait time.Duration, first error, st *status) (*client.Outcome, error) {
 	ce, ok := errors.AsType[*client.Error](first)
 	if !ok || ce.Key == "" {
 		return nil, first
+	}
+	if up, ok := errors.AsType[*client.UpstreamApproval](first); ok {
+		st.set("waiting up to %s for a person to approve %s at the server it was sent to (its key %s)", wait, p.Name, up.Key)
+	} else {
+		st.set("waiting up to %s for a person to approve %s (key %s): agentctl ledger approve %s", wait, p.Name, ce.Key, ce.Key)
 	}
 	ctx = client.WithKey(ctx, ce.Key)
 	deadline := time.NewTimer(wait)

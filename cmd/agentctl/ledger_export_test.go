@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -36,8 +38,8 @@ func TestLedgerExport(t *testing.T) {
 	}
 	v := inProcess(t, env, nil, "ledger", "export", "--verify", file)
 	v.wantExit(t, exitOK)
-	if !strings.Contains(v.stdout, "intact: 3 record(s) of tenant default in 5 lines") {
-		t.Errorf("verify said %q; want intact with the counts", v.stdout)
+	if !strings.Contains(v.stdout, "chain consistent, unsigned: 3 record(s) of tenant default in 5 lines") || strings.Contains(v.stdout, "intact") {
+		t.Errorf("verify said %q; want chain consistent, unsigned (never intact), with the counts", v.stdout)
 	}
 	since := inProcess(t, env, nil, "ledger", "export", "--since", "1h")
 	since.wantExit(t, exitOK)
@@ -104,4 +106,87 @@ func auditSeed(t *testing.T, path string, at time.Time, tenant, key string, stat
 	if _, err := st.Transition(ctx, tr); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A signed export verifies as intact with its public key; the same export
+// edited and re-chained by a short script (as anyone without the key can)
+// keeps a consistent chain and fails --verify --pub; so does an export
+// whose signature line was dropped.
+func TestLedgerExportSigned(t *testing.T) {
+	path, env := ledgerEnv(t)
+	now := time.Now().UTC()
+	auditSeed(t, path, now.Add(-time.Minute), "default", "pay-1", ledger.StateSucceeded)
+	auditSeed(t, path, now.Add(-time.Minute), "default", "pay-2", ledger.StateDenied)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "audit.key")
+	kg := inProcess(t, env, nil, "ledger", "keygen", key)
+	kg.wantExit(t, exitOK)
+	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 || !strings.Contains(kg.stdout, key+".pub") {
+		t.Fatalf("keygen = %q, key file %v, %v; want a 0600 private key and its .pub", kg.stdout, fi, err)
+	}
+	inProcess(t, env, nil, "ledger", "keygen", key).wantExit(t, exitUsage, "does not exist yet")
+
+	o := inProcess(t, env, nil, "ledger", "export", "--sign", key)
+	o.wantExit(t, exitOK)
+	if !strings.Contains(o.stderr, "signed by key") {
+		t.Errorf("export --sign said %q; want the signing key named", o.stderr)
+	}
+	file := filepath.Join(dir, "audit.jsonl")
+	write := func(b string) {
+		if err := os.WriteFile(file, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(o.stdout)
+	good := inProcess(t, env, nil, "ledger", "export", "--verify", file, "--pub", key+".pub")
+	good.wantExit(t, exitOK)
+	if !strings.Contains(good.stdout, "intact: signed by key") {
+		t.Errorf("verify --pub said %q; want intact, signed", good.stdout)
+	}
+	if v := inProcess(t, env, nil, "ledger", "export", "--verify", file); !strings.Contains(v.stdout, "chain consistent, signed by key") || strings.Contains(v.stdout, "intact") {
+		t.Errorf("verify without --pub said %q; want chain consistent, signature not checked", v.stdout)
+	}
+
+	// The forger turns the denial into a success and re-chains the file.
+	var forged strings.Builder
+	prev := ""
+	for line := range strings.Lines(o.stdout) {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if rec, ok := l["record"].(map[string]any); ok && rec["key"] == "pay-2" {
+			rec["state"] = "SUCCEEDED"
+		}
+		l["prev"] = prev
+		if sig, ok := l["signature"].(map[string]any); ok {
+			sig["head"] = prev
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		prev = hex.EncodeToString(sum[:])
+		forged.Write(append(b, '\n'))
+	}
+	write(forged.String())
+	inProcess(t, env, nil, "ledger", "export", "--verify", file).wantExit(t, exitOK)
+	inProcess(t, env, nil, "ledger", "export", "--verify", file, "--pub", key+".pub").
+		wantExit(t, exitFailed, "is not intact", "the signature does not hold")
+	js := inProcess(t, env, nil, "--json", "ledger", "export", "--verify", file, "--pub", key+".pub")
+	first, _, _ := strings.Cut(js.stdout, "\n")
+	if got := jsonLines[exportVerified](t, first+"\n"); len(got) != 1 || got[0].Intact || !got[0].Chain || !got[0].Signed {
+		t.Errorf("--json verify of the forgery = %+v; want chain consistent, signed, not intact", got)
+	}
+
+	// Without its signature line the export is unsigned.
+	lines := strings.SplitAfter(o.stdout, "\n")
+	write(strings.Join(lines[:len(lines)-2], ""))
+	inProcess(t, env, nil, "ledger", "export", "--verify", file, "--pub", key+".pub").wantExit(t, exitFailed, "not signed")
+	inProcess(t, env, nil, "ledger", "export", "--pub", key+".pub").wantExit(t, exitUsage, "--verify FILE")
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inProcess(t, env, nil, "ledger", "export", "--sign", key).wantExit(t, exitUsage, "chmod 600")
 }

@@ -49,7 +49,7 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				}
 				return nil
 			}
-			t := newTable(a.io.Out, a.colour(), "CREATED", "LAYER", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 1, 4, 5)
+			t := newTable(a.io.Out, a.colour(), "CREATED", "LAYER", "TOOL", "KEY", "STATE", "ATTEMPTS", "SESSION").keep(0, 1, 4, 5).giveUpFirst(6, 1)
 			for _, r := range records {
 				t.row(timeText(r.CreatedAt), layerText(r.Layer), r.Tool, r.Key, t.paint(stateColour(r.State), string(r.State)),
 					strconv.Itoa(r.Attempts), orDash(r.Session))
@@ -58,7 +58,7 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if n := encryptedCount(records); n > 0 {
-				fmt.Fprintf(a.io.Err, "%d records show [encrypted] arguments or results: pass --ledger-key-file FILE with their key to read them\n", n)
+				fmt.Fprintf(a.io.Err, "%d records show [encrypted] arguments or results: %s\n", n, a.whyEncrypted(c.Context(), st, records))
 			}
 			if more {
 				fmt.Fprintf(a.io.Err, "more records: raise --limit (0 for all)\n")

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
@@ -18,10 +16,6 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
 // KindReconciled is the ErrorKind of a record a person reconciled; its
 // ErrorMessage says who, when and the note.
 const kindReconciled = ledger.KindReconciled
-
-// metaReconciled marks the result of a reconciled record, beside the replay
-// marker, so a runtime can tell it from a result the tool returned.
-const metaReconciled = wire.MetaReconciled
 
 func newLedgerReconcileCmd(a *app) *cobra.Command {
 	var as, note, tool string
@@ -58,7 +52,7 @@ decided (isError is set for --as failed).`,
 			if r.State != ledger.StateUnknown {
 				return exitf(exitUsage, "record %s (%s) is %s; only UNKNOWN records are reconciled", r.Key, r.Tool, r.State)
 			}
-			done, err := client.Reconcile(c.Context(), st, r.ID, to, a.who(), note, time.Now())
+			done, err := client.Reconcile(c.Context(), st, r.ID, client.Reconciliation{As: to, By: a.who(), Note: note})
 			if errors.Is(err, ledger.ErrStateChanged) {
 				return exitf(exitUsage, "record %s changed while reconciling it; look again with agentctl ledger show %s", r.Key, r.Key)
 			}
@@ -77,14 +71,4 @@ decided (isError is set for --as failed).`,
 	c.Flags().StringVar(&note, "note", "", "why: what was checked (`TEXT`, kept on the record)")
 	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
 	return c
-}
-
-// who names the person running agentctl, for approvals and reconciliations.
-func (a *app) who() string {
-	for _, name := range []string{"USER", "LOGNAME", "USERNAME"} {
-		if u := a.getenv(name); u != "" {
-			return "agentctl:" + u
-		}
-	}
-	return "agentctl"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,14 @@ func (a *app) keep(st ledger.Store, mode access) (ledger.Store, error) {
 			fmt.Fprintf(a.io.Err, "agentctl: warning: the key file %s may be read by other users (mode %04o); chmod 600 it\n", a.ledgerKeyFile, info.Mode().Perm())
 		}
 		codec = keys
+	}
+	if mode == readWrite {
+		// A ledger that holds encrypted records takes no call written in
+		// clear beside them, nor one sealed with a key that does not
+		// match: say so before anything is sent.
+		if err := ledger.CheckKeys(context.Background(), st, codec); err != nil {
+			return nil, errors.Join(exitf(exitUsage, "%v", err), st.Close())
+		}
 	}
 	sealed := ledger.WithCodec(st, codec)
 	if mode == readOnly {

@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/aesgcm"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
 // writeKeys writes a key file holding keys, the first one sealing.
@@ -109,9 +115,20 @@ func TestLedgerKeyFile(t *testing.T) {
 		t.Fatalf("ledger list without the key = %s / %s; want the record listed and a note on [encrypted]", table.stdout, table.stderr)
 	}
 	e.run(nil, "ledger", "show", "order-1", "--tool", "create_payment").wantExit(t, exitUsage, "no ledger key is configured", "key file")
-	e.run(nil, append([]string{"call", "--server", e.server}, pay...)...).wantExit(t, exitUsage, "no ledger key is configured")
-	withWrong := []string{"MCPLEDGER_LEDGER_KEY_FILE=" + writeKeys(t, filepath.Join(e.dir, "wrong.keys"), randomKey(t))}
-	e.runEnv(nil, withWrong, append([]string{"call", "--server", e.server}, pay...)...).wantExit(t, exitUsage, "is not in the keyring")
+	kidA := keyID(t, keyA)
+	e.run(nil, append([]string{"call", "--server", e.server}, pay...)...).wantExit(t, exitUsage, "encrypted with key id "+kidA, "no ledger key is given", "nothing is written in clear")
+	wrongKey := randomKey(t)
+	withWrong := []string{"MCPLEDGER_LEDGER_KEY_FILE=" + writeKeys(t, filepath.Join(e.dir, "wrong.keys"), wrongKey)}
+	e.runEnv(nil, withWrong, append([]string{"call", "--server", e.server}, pay...)...).
+		wantExit(t, exitUsage, "encrypted with key id "+kidA, "holds key id(s) "+keyID(t, wrongKey)+" instead")
+	// A wrong key is named as wrong in every command, never as missing.
+	e.runEnv(nil, withWrong, "ledger", "show", "order-1").wantExit(t, exitUsage, "key id "+kidA, "does not hold", keyID(t, wrongKey))
+	e.run(nil, "ledger", "show", "order-1").wantExit(t, exitUsage, "key id "+kidA, "no ledger key is configured")
+	wl := e.runEnv(nil, withWrong, "ledger", "list")
+	wl.wantExit(t, exitOK)
+	if !strings.Contains(wl.stderr, "does not hold") || strings.Contains(wl.stderr, "pass --ledger-key-file") {
+		t.Errorf("ledger list with the wrong key: stderr %q; want the key named as not matching", wl.stderr)
+	}
 	if n := e.paymentsFor("order-1"); n != 1 {
 		t.Fatalf("%d payments for order-1 after calls without the key; want 1", n)
 	}
@@ -121,8 +138,9 @@ func TestLedgerKeyFile(t *testing.T) {
 		t.Fatalf("a rekey with the wrong key changed the ledger file")
 	}
 
-	// A record stored in clear, then rotation to key B.
-	e.run(nil, "call", "--server", e.server, "--yes", "--key", "order-2", "create_payment", "payee=plain-payee-2718", "amount_cents=100", "currency=EUR").wantExit(t, exitOK)
+	// A record stored in clear (by a build before keys, or before the
+	// ledger held encrypted records), then rotation to key B.
+	storeInClear(t, ledgerPath, "order-2", `{"payee":"plain-payee-2718","amount_cents":100,"currency":"EUR"}`)
 	fileBA := writeKeys(t, filepath.Join(e.dir, "ba.keys"), keyB+" new", keyA+" old, until rekeyed")
 	rekey := e.runEnv(nil, []string{"MCPLEDGER_LEDGER_KEY_FILE=" + fileBA}, "--json", "ledger", "rekey")
 	rekey.wantExit(t, exitOK)
@@ -138,7 +156,7 @@ func TestLedgerKeyFile(t *testing.T) {
 	if !strings.Contains(show.stdout, payee) {
 		t.Fatalf("ledger show with the new key alone = %s; want the record", show.stdout)
 	}
-	e.runEnv(nil, withA, "ledger", "show", "order-2", "--tool", "create_payment").wantExit(t, exitUsage, "is not in the keyring")
+	e.runEnv(nil, withA, "ledger", "show", "order-2", "--tool", "create_payment").wantExit(t, exitUsage, "does not hold")
 
 	// A key file others may read works, with a warning.
 	loose := writeKeys(t, filepath.Join(e.dir, "loose.keys"), keyB)
@@ -172,5 +190,36 @@ func TestErrorLineRedacted(t *testing.T) {
 		if strings.Contains(o.stderr+o.stdout, "s3cretpw") {
 			t.Errorf("agentctl %q printed the password: %s", args, o.stderr)
 		}
+	}
+}
+
+// keyID is the id of a base64 key as the ledger names it.
+func keyID(t *testing.T, b64 string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aesgcm.KeyID(raw)
+}
+
+// storeInClear writes a settled record with plain arguments, as a ledger
+// without a key would have.
+func storeInClear(t *testing.T, path, key, args string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id := ledger.ID{Tenant: "default", Layer: ledger.LayerClient, Tool: "create_payment", Key: key}
+	c, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "fp-" + key, Arguments: json.RawMessage(args), Owner: "old-build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "old-build", Fence: c.Record.Fence,
+		Result: json.RawMessage(`{"content":[{"type":"text","text":"paid plain-payee-2718"}]}`)}); err != nil {
+		t.Fatal(err)
 	}
 }

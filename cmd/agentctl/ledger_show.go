@@ -28,6 +28,11 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Show is asked for the payload: one it cannot decrypt ends
+			// the command (exit 2) with the key id it needs.
+			if err := unreadable(c.Context(), st, recs); err != nil {
+				return err
+			}
 			for i, r := range recs {
 				if a.json {
 					if err := a.printJSON(r); err != nil {
@@ -72,11 +77,7 @@ func (a *app) showRecord(r *ledger.Record) error {
 		t.row("lease until", timeText(r.LeaseUntil))
 	}
 	if ap := r.Approval; ap != nil {
-		text := fmt.Sprintf("%s by %s at %s", ap.Decision, orDash(ap.By), timeText(ap.At))
-		if ap.Reason != "" {
-			text += ": " + ap.Reason
-		}
-		t.row("approval", text)
+		t.row("approval", ap.Text())
 	}
 	if r.ErrorKind != "" || r.ErrorMessage != "" {
 		t.row("error", fmt.Sprintf("%s: %s", orDash(r.ErrorKind), r.ErrorMessage))

@@ -149,7 +149,7 @@ func TestLedgerReconcile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path, env := ledgerEnv(t)
-			env["USER"] = "alice"
+			env["USER"] = "mallory" // no one's identity: the OS account is
 			seedMixed(t, path, time.Now())
 			o := inProcess(t, env, nil, "ledger", "reconcile", "order-2", "--tool", "create_payment",
 				"--as", tc.as, "--note", "checked the bank statement")
@@ -159,7 +159,7 @@ func TestLedgerReconcile(t *testing.T) {
 				t.Fatalf("after reconcile --as %s: state = %s; want %s", tc.as, r.State, tc.want)
 			}
 			if r.ErrorKind != kindReconciled || !strings.Contains(r.ErrorMessage, "checked the bank statement") ||
-				!strings.Contains(r.ErrorMessage, "agentctl:alice") {
+				!strings.Contains(r.ErrorMessage, "by "+osAccount()+" at") || strings.Contains(r.ErrorMessage, "mallory") {
 				t.Errorf("reconciled record error = %q: %q; want kind %q and a message with who and the note", r.ErrorKind, r.ErrorMessage, kindReconciled)
 			}
 			res, err := decodeResult(r.Result)
@@ -206,6 +206,29 @@ func TestLedgerPurge(t *testing.T) {
 	inProcess(t, env, nil, "ledger", "purge", "--older-than", "1s").wantExit(t, exitUsage, "--older-than 1s", "retries", "--force")
 	if r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "fresh"}); r.State != ledger.StateSucceeded {
 		t.Errorf("fresh after a refused purge = %s; want SUCCEEDED", r.State)
+	}
+
+	// --dry-run counts what would go, per state, and deletes nothing.
+	dry := inProcess(t, env, nil, "ledger", "purge", "--older-than", "1d", "--dry-run")
+	dry.wantExit(t, exitOK)
+	for _, want := range []string{"would purge 4 records, created ", "SUCCEEDED       2", "FAILED          1", "DENIED          1", "nothing was deleted"} {
+		if !strings.Contains(dry.stdout, want) {
+			t.Errorf("purge --dry-run printed %q; want it to show %q", dry.stdout, want)
+		}
+	}
+	dryJSON := inProcess(t, env, nil, "--json", "ledger", "purge", "--older-than", "1d", "--dry-run")
+	dryJSON.wantExit(t, exitOK)
+	type dryRun struct {
+		DryRun         bool                 `json:"dryRun"`
+		Records        int                  `json:"records"`
+		ByState        map[ledger.State]int `json:"byState"`
+		Oldest, Newest time.Time
+	}
+	if got := jsonLines[dryRun](t, dryJSON.stdout); len(got) != 1 || !got[0].DryRun || got[0].Records != 4 || got[0].ByState[ledger.StateSucceeded] != 2 || got[0].Oldest.IsZero() {
+		t.Errorf("purge --dry-run --json = %s; want 4 records, 2 SUCCEEDED, and the oldest", dryJSON.stdout)
+	}
+	if r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-1"}); r.State != ledger.StateSucceeded {
+		t.Errorf("order-1 after --dry-run = %s; want it kept", r.State)
 	}
 
 	o := inProcess(t, env, nil, "--json", "ledger", "purge", "--older-than", "1d")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -22,8 +23,11 @@ type inspectedEvents struct {
 	ledger.EventLog
 }
 
-// inspect wraps st for the commands that only show records.
+// inspect wraps st for the commands that only show records: redacted, and
+// as they read now (an approval whose expiry passed is REJECTED, not a
+// call that still waits; see ledger.AsRead).
 func inspect(st ledger.Store) ledger.Store {
+	st = ledger.AsReadStore(st, nil)
 	if el, ok := st.(ledger.EventLog); ok {
 		return inspectedEvents{inspected{st}, el}
 	}
@@ -84,6 +88,39 @@ func encryptedCount(recs []*ledger.Record) int {
 		}
 	}
 	return n
+}
+
+// whyEncrypted says why records listed [encrypted] could not be read, and
+// what to do: the reading of the first of them names its key id, and
+// whether the key file given does not hold it or none was given.
+func (a *app) whyEncrypted(ctx context.Context, st ledger.Store, recs []*ledger.Record) string {
+	for _, r := range recs {
+		if string(r.Arguments) != encryptedJSON && string(r.Result) != encryptedJSON {
+			continue
+		}
+		if _, err := st.Get(ctx, r.ID); err != nil {
+			return ledger.OneLine(strings.TrimPrefix(err.Error(), "ledger: "), 400)
+		}
+	}
+	if a.ledgerKeyFile != "" {
+		return "the key file " + a.ledgerKeyFile + " does not match them; pass the key file that holds their key"
+	}
+	return "pass --ledger-key-file FILE with their key to read them"
+}
+
+// unreadable is the error of a command that shows records whose payloads
+// this run cannot decrypt (no key, or a key that does not match): the
+// reading of the first such record, which names the key id it needs.
+func unreadable(ctx context.Context, st ledger.Store, recs []*ledger.Record) error {
+	for _, r := range recs {
+		if string(r.Arguments) != encryptedJSON && string(r.Result) != encryptedJSON {
+			continue
+		}
+		if _, err := st.Get(ctx, r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encryptedJSON is what ledger.WithCodec lists in place of a payload it

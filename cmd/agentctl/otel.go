@@ -115,7 +115,7 @@ func (a *app) startObservability(ctx context.Context, c *cobra.Command) error {
 	}
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	name, _ := res.Set().Value(semconv.ServiceNameKey)
-	log.Debug("OpenTelemetry export on", "service.name", name.Emit(), "traces", !autoexport.IsNoneSpanExporter(spans),
+	log.Debug("OpenTelemetry export on", "service.name", name.String(), "traces", !autoexport.IsNoneSpanExporter(spans),
 		"metrics", !autoexport.IsNoneMetricReader(reader))
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,8 +63,16 @@ func (a *app) flushTable(t *table) error {
 	if err := t.fit(a.tableWidth()).flush(); err != nil {
 		return err
 	}
+	var gave []string
+	if len(t.dropped) > 0 {
+		gave = append(gave, strings.Join(t.dropped, " and ")+" left out")
+	}
 	if t.cut {
-		fmt.Fprintf(a.io.Err, "(cells cut to fit %d columns: --wide shows them whole, --json shows everything)\n", t.width)
+		gave = append(gave, "cells cut")
+	}
+	if len(gave) > 0 {
+		note := fmt.Sprintf("(%s to fit %d columns; --wide shows all, --json everything)", strings.Join(gave, ", "), t.width)
+		fmt.Fprintln(a.io.Err, wrapIndent(note, a.proseWidth(a.io.Err), "", " "))
 	}
 	return nil
 }
@@ -93,8 +102,14 @@ type table struct {
 	// whole are the columns never cut (times, states, counts): a cut
 	// timestamp says nothing.
 	whole map[int]bool
-	// cut is set by flush when a cell was shortened.
-	cut bool
+	// first are the columns given up before any other, in order: cut
+	// down to minColumn, then left out whole, so the names that identify
+	// a row (a tool, a key) keep their width longest.
+	first []int
+	// cut is set by flush when a cell was shortened; dropped names the
+	// columns left out.
+	cut     bool
+	dropped []string
 }
 
 // cell is the plain text of a table cell and its colour ("" for none).
@@ -116,6 +131,13 @@ func (t *table) keep(cols ...int) *table {
 	for _, c := range cols {
 		t.whole[c] = true
 	}
+	return t
+}
+
+// giveUpFirst marks columns given up, in this order, before the others
+// when the rows must be cut to fit: cut, then left out.
+func (t *table) giveUpFirst(cols ...int) *table {
+	t.first = cols
 	return t
 }
 
@@ -152,15 +174,21 @@ func (t *table) flush() error {
 	var b strings.Builder
 	for _, r := range t.rows {
 		b.Reset()
+		last := len(r) - 1
+		for last > 0 && widths[last] < 0 {
+			last--
+		}
 		for i, c := range r {
+			if widths[i] < 0 {
+				continue // left out to fit
+			}
 			text := c.text
 			if n := runewidth.StringWidth(text); n > widths[i] {
 				text = runewidth.Truncate(text, widths[i], "…")
 				t.cut = true
 			}
-			last := i == len(r)-1
 			pad := ""
-			if !last {
+			if i < last {
 				pad = strings.Repeat(" ", widths[i]-runewidth.StringWidth(text)+columnGap)
 			}
 			if t.colour && c.code != "" {
@@ -168,6 +196,9 @@ func (t *table) flush() error {
 			}
 			b.WriteString(text)
 			b.WriteString(pad)
+			if i == last {
+				break
+			}
 		}
 		b.WriteByte('\n')
 		if _, err := io.WriteString(t.out, b.String()); err != nil {
@@ -178,7 +209,9 @@ func (t *table) flush() error {
 }
 
 // widths is each column's width: its widest cell, then, while the row is
-// wider than t.width, the widest column loses one column at a time.
+// wider than t.width, the columns given up first lose one column at a
+// time down to minColumn, then are left out (-1) one by one, then the
+// widest of the other columns that may be cut loses one at a time.
 func (t *table) widths() []int {
 	var w []int
 	for _, r := range t.rows {
@@ -193,23 +226,46 @@ func (t *table) widths() []int {
 		return w
 	}
 	total := func() int {
-		n := columnGap * (len(w) - 1)
+		n, cols := 0, 0
 		for _, x := range w {
-			n += x
-		}
-		return n
-	}
-	for total() > t.width {
-		widest := -1
-		for i := range w {
-			if !t.whole[i] && (widest < 0 || w[i] > w[widest]) {
-				widest = i
+			if x >= 0 {
+				n += x
+				cols++
 			}
 		}
-		if widest < 0 || w[widest] <= minColumn {
+		return n + columnGap*(cols-1)
+	}
+	first := map[int]bool{}
+	for _, c := range t.first {
+		first[c] = true
+	}
+	widest := func(firsts bool) int {
+		c := -1
+		for i := range w {
+			if !t.whole[i] && first[i] == firsts && w[i] > minColumn && (c < 0 || w[i] > w[c]) {
+				c = i
+			}
+		}
+		return c
+	}
+	for total() > t.width {
+		if c := widest(true); c >= 0 {
+			w[c]--
+			continue
+		}
+		if i := slices.IndexFunc(t.first, func(c int) bool { return w[c] >= 0 }); i >= 0 {
+			c := t.first[i]
+			w[c] = -1
+			if len(t.rows) > 0 && c < len(t.rows[0]) {
+				t.dropped = append(t.dropped, t.rows[0][c].text)
+			}
+			continue
+		}
+		c := widest(false)
+		if c < 0 {
 			break // as narrow as it gets: the terminal wraps
 		}
-		w[widest]--
+		w[c]--
 	}
 	return w
 }

@@ -107,7 +107,8 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		}
 		defer ln.Close()
 	}
-	copts := &client.Options{Durability: durability}
+	// The requester of the calls is the OS account the proxy runs as.
+	copts := &client.Options{Durability: durability, Requester: a.who()}
 	if f.metricsAddr != "" {
 		prom, err := a.startMetrics(ctx, f.metricsAddr)
 		if err != nil {
@@ -143,7 +144,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		PolicyFile: f.policy,
 		// The controlling terminal, never stdin and stdout: over stdio
 		// they carry the host's MCP stream.
-		Terminal: &terminal.Prompt{Accessible: a.getenv("ACCESSIBLE") != ""},
+		Terminal: &terminal.Prompt{Accessible: a.getenv("ACCESSIBLE") != "", User: a.who()},
 		Name:     "agentctl-proxy",
 		Version:  version,
 		Client:   copts,

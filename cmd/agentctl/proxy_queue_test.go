@@ -110,8 +110,8 @@ func TestProxyQueuedCall(t *testing.T) {
 
 			// A person approves from another process, on the same ledger.
 			agentctlAs(t, env, "bob", "ledger", "approve", key, "--reason", "invoice checked").wantExit(t, exitOK)
-			if state, text := statusOf(t, cs, key); state != ledger.StatePendingApproval || !strings.Contains(text, "approved by agentctl:bob") {
-				t.Errorf("ledger_status after the approval = %s %q; want PENDING_APPROVAL, approved by agentctl:bob", state, text)
+			if state, text := statusOf(t, cs, key); state != ledger.StatePendingApproval || !strings.Contains(text, "approved by "+osAccount()) {
+				t.Errorf("ledger_status after the approval = %s %q; want PENDING_APPROVAL, approved by %s (the OS account, not USER=bob)", state, text, osAccount())
 			}
 			if n := paymentsIn(t, db); n != 0 {
 				t.Fatalf("payments = %d on the approval alone; want 0 until the call is made again", n)

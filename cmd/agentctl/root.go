@@ -51,8 +51,11 @@ type app struct {
 	// default shown in help instead (see hideEnvDefaults).
 	envDefaults map[string]string
 	// status is the activity line on a terminal's stderr; nil (quiet)
-	// under --json or without a terminal.
+	// under --json or without a terminal, unless call --progress=plain.
 	status *status
+	// callee is the upstream a call waits for, named on the status line
+	// once the ledger has claimed the call (store_wrap.go).
+	callee string
 	// busy is when ledger writes waited for a lock another process held.
 	busy busySpan
 
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 	root.SetErr(s.Err)
 	strictCompletion(root)
 	err := root.ExecuteContext(ctx)
-	a.status.clear()
+	a.status.close()
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = withCode(exitFailed, fmt.Errorf("closing the ledger: %w", cerr))
 	}
@@ -124,7 +127,7 @@ approval, 130 interrupted (nothing final recorded).`,
 		if a.wait <= 0 {
 			return exitf(exitUsage, "--wait %s: want a positive duration such as 5s or 1m", a.wait)
 		}
-		a.status = newStatus(a.io.Err, !a.json && isTerminal(a.io.Err) && a.getenv("TERM") != "dumb", func() int { return a.termWidth(a.io.Err) })
+		a.status = newStatus(a.io.Err, !a.json && isTerminal(a.io.Err) && a.getenv("TERM") != "dumb", false, func() int { return a.termWidth(a.io.Err) })
 		return a.startObservability(c.Context(), c)
 	}
 	a.addObservabilityFlags(root)
@@ -134,6 +137,7 @@ approval, 130 interrupted (nothing final recorded).`,
 	// Every Use line already shows its flags the way DESIGN.md writes them.
 	walk(root, func(c *cobra.Command) { c.DisableFlagsInUseLine = true })
 	walk(root, a.hideEnvDefaults)
+	a.setHelp(root)
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	return root
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -127,7 +129,7 @@ func TestStatusShowsProgress(t *testing.T) {
 		}
 	}
 	// The status line is erased before the result's notes.
-	if i, j := strings.LastIndex(screen, "50%"), strings.Index(screen, "key n-1"); i > j || !strings.Contains(screen[i:j], "\r\x1b[K") {
+	if i, j := strings.LastIndex(screen, "50%"), strings.Index(screen, "key n-1: SUCCEEDED"); i < 0 || i > j || !strings.Contains(screen[i:j], "\r\x1b[K") {
 		t.Errorf("the status line was not cleared before the result: %q", screen)
 	}
 	if term.out.String() != "done\n" {
@@ -230,4 +232,69 @@ func (e *e2e) paymentsHTTP(env []string, watch string, args ...string) (string, 
 	}
 	e.t.Fatalf("payments -http exited before listening: %v", sc.Err())
 	return "", nil
+}
+
+// While the call waits for the server's answer, the terminal says for
+// what (the server, the tool, the key) and for how long, the time moving
+// on each second.
+func TestStatusShowsWhatItWaitsForAndHowLong(t *testing.T) {
+	e := newE2E(t)
+	term := e.onTerminal([]string{"PAYMENTS_FAULT=handler=hang"}, append([]string{"call", "--server", e.server, "--yes", "--key", "h-1", "--timeout", "4s"}, pay...)...)
+	term.waitFor(t, "to answer create_payment (key h-1)… 2s")
+	code, screen := term.exit(t)
+	if code != exitUnknown {
+		t.Errorf("the hung call exited %d; want %d (sent, then --timeout)\nscreen: %q", code, exitUnknown, screen)
+	}
+	if !strings.Contains(screen, "waiting for ") || !strings.Contains(screen, "(key h-1)… 3s") {
+		t.Errorf("the status line did not name the server and count the seconds: %q", screen)
+	}
+}
+
+// Under --wait-approval the terminal says the call waits for a person,
+// with the key and the command that approves it.
+func TestStatusShowsTheApprovalItWaitsFor(t *testing.T) {
+	e := newE2E(t)
+	policy := e.queuePolicy("")
+	term := e.onTerminal([]string{policy, "USER=alice"}, append([]string{"call", "--server", e.server, "--key", "a-1", "--wait-approval", "60s"}, pay...)...)
+	term.waitFor(t, "waiting up to 1m0s for a person to approve create_payment (key a-1): agentctl ledger approve a-1")
+	e.runEnv(nil, []string{policy, "USER=bob"}, "ledger", "approve", "a-1").wantExit(t, exitOK)
+	code, screen := term.exit(t)
+	if code != exitOK || !strings.Contains(screen, "key a-1: SUCCEEDED") {
+		t.Errorf("after the approval: exit %d, screen %q; want the payment", code, screen)
+	}
+	if n := e.paymentsFor("a-1"); n != 1 {
+		t.Errorf("payments for a-1 = %d; want 1", n)
+	}
+}
+
+// --progress=plain writes what the call waits for as plain lines, each
+// with the time elapsed, for a pipe; stdout stays the result alone.
+// --progress=none draws nothing on a terminal.
+func TestProgressPlainAndNone(t *testing.T) {
+	e := newE2E(t)
+	o := e.run(nil, append([]string{"call", "--server", e.server, "--yes", "--key", "p-1", "--progress=plain"}, pay...)...)
+	o.wantExit(t, exitOK)
+	if !strings.HasPrefix(o.stdout, "payment pay_") || strings.Count(o.stdout, "\n") != 1 {
+		t.Errorf("stdout = %q; want the result alone", o.stdout)
+	}
+	if strings.ContainsAny(o.stderr, "\r\x1b") {
+		t.Errorf("plain progress holds terminal codes: %q", o.stderr)
+	}
+	plainLine := regexp.MustCompile(`(?m)^\[ *\d+\.\ds\] (.*)$`)
+	var said []string
+	for _, m := range plainLine.FindAllStringSubmatch(o.stderr, -1) {
+		said = append(said, m[1])
+	}
+	for _, want := range []string{"connecting to ", "to answer create_payment (key p-1)…"} {
+		if !slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("plain progress lines %q; want one saying %q", said, want)
+		}
+	}
+	e.run(nil, append([]string{"call", "--server", e.server, "--key", "p-2", "--progress=loud"}, pay...)...).
+		wantExit(t, exitUsage, "--progress", "plain", "none")
+
+	quiet := e.onTerminal(nil, append([]string{"call", "--server", e.server, "--yes", "--key", "p-3", "--progress=none"}, pay...)...)
+	if code, screen := quiet.exit(t); code != exitOK || strings.Contains(screen, "connecting") || strings.Contains(screen, "\x1b[K") {
+		t.Errorf("--progress=none on a terminal: exit %d, screen %q; want no status line", code, screen)
+	}
 }

@@ -123,6 +123,9 @@ func (s *cliStore) Claim(ctx context.Context, req ledger.ClaimRequest) (c ledger
 		c, err = s.Store.Claim(ctx, req)
 		return err
 	})
+	if err == nil && c.Won && c.Record != nil && c.Record.State == ledger.StateProcessing {
+		s.a.awaitAnswer(req.Tool, req.Key)
+	}
 	return c, err
 }
 
@@ -131,7 +134,20 @@ func (s *cliStore) Transition(ctx context.Context, t ledger.Transition) (r *ledg
 		r, err = s.Store.Transition(ctx, t)
 		return err
 	})
+	if err == nil && t.To == ledger.StateProcessing && t.From != ledger.StateProcessing {
+		// Approved, or taken over: the call goes to the upstream now.
+		s.a.awaitAnswer(t.ID.Tool, t.ID.Key)
+	}
 	return r, err
+}
+
+// awaitAnswer says on the status line that the call of tool under key
+// now waits for the upstream's answer.
+func (a *app) awaitAnswer(tool, key string) {
+	if a.callee == "" {
+		return // not agentctl call: nothing to say
+	}
+	a.status.set("waiting for %s to answer %s (key %s)…", a.callee, tool, key)
 }
 
 func (s *cliStore) ExpireLeases(ctx context.Context) (n int, err error) {
@@ -181,7 +197,7 @@ func (a *app) statusConfirmer(c confirm.Confirmer) confirm.Confirmer {
 	return confirmFunc(func(ctx context.Context, req confirm.Request) (confirm.Answer, error) {
 		a.status.clear()
 		ans, err := c.Confirm(ctx, req)
-		a.status.set("calling %s…", req.Tool)
+		a.status.set("recording the answer for %s (key %s)…", req.Tool, req.Key)
 		return ans, err
 	})
 }

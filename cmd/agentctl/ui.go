@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +18,7 @@ import (
 func init() { register(newUICmd) }
 
 func newUICmd(a *app) *cobra.Command {
-	var listen, policyPath string
+	var listen, policyPath, approversPath string
 	c := &cobra.Command{
 		Use:   "ui [--listen 127.0.0.1:PORT]",
 		Short: "Open the ledger's local web console: records, approvals, UNKNOWN outcomes, stats",
@@ -27,10 +29,21 @@ machine. A request without the token is refused (401).
 Pages: the records with filters (state, tool, session, tenant, period) and
 paging, new records appearing live; one record with its timeline; the calls
 waiting for approval, with approve and deny; the UNKNOWN records with a
-reconcile form; the figures of agentctl ledger stats as charts. Approvals
-and reconciliations are recorded under your name (USER), as the CLI does.`,
+reconcile form; the figures of agentctl ledger stats as charts.
+
+The console serves one tenant (--tenant): no page and no form reaches
+another's records. Alone, you open the printed URL: its token is yours, and
+approvals and reconciliations are recorded under your OS account, as the CLI
+does. For several people, --approvers FILE gives each a token of their own,
+one "TOKEN NAME [TENANT,…]" a line ('#' starts a comment): decisions are
+recorded under the NAME of the token used, a policy's distinctApprover
+compares it with the requester, and the token reaches only its TENANTs
+(the console's tenant when none are listed). The file must be private
+(chmod 600): it holds everyone's tokens. Each person opens the printed URL
+with ?token=THEIR_TOKEN.`,
 		Example: `  agentctl ui
-  agentctl ui --listen 127.0.0.1:8765 --ledger postgres://ledger@db/ledger`,
+  agentctl ui --listen 127.0.0.1:8765 --ledger postgres://ledger@db/ledger
+  agentctl ui --tenant acme --approvers approvers.txt`,
 		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			ln, err := listenConsole(listen)
@@ -50,14 +63,21 @@ and reconciliations are recorded under your name (USER), as the CLI does.`,
 			if err != nil {
 				return err
 			}
-			con, err := console.New(console.Options{Store: st, Tenant: a.tenant, Who: a.who() + " (console)", Policy: policy})
-			if err != nil {
-				return err
+			opts := console.Options{Store: st, Tenant: a.tenant, Who: a.who(), Policy: policy}
+			if approversPath != "" {
+				if opts.Approvers, err = loadApprovers(approversPath); err != nil {
+					return err
+				}
 			}
-			return a.serveConsole(c.Context(), con, ln)
+			con, err := console.New(opts)
+			if err != nil {
+				return exitf(exitUsage, "%v", err)
+			}
+			return a.serveConsole(c.Context(), con, ln, len(opts.Approvers))
 		}),
 	}
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the loopback `ADDR` to serve on (port 0: any free port)")
+	c.Flags().StringVar(&approversPath, "approvers", "", "the people the console lets in: a private `FILE` of \"TOKEN NAME [TENANT,...]\" lines")
 	a.policyFlag(c, &policyPath)
 	return c
 }
@@ -82,7 +102,7 @@ func listenConsole(addr string) (net.Listener, error) {
 
 // serveConsole serves until ctx ends (Ctrl-C). The URL goes to stdout, so
 // a script can read it; the rest to stderr.
-func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Listener) error {
+func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Listener, approvers int) error {
 	srv := &http.Server{
 		Handler:           con,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -90,7 +110,11 @@ func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Lis
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	fmt.Fprintln(a.io.Out, con.URL(ln.Addr()))
-	fmt.Fprintf(a.io.Err, "agentctl ui: the console of tenant %s is at the URL above (it holds the access token); Ctrl-C stops it\n", a.tenant)
+	if approvers > 0 {
+		fmt.Fprintf(a.io.Err, "agentctl ui: the console of tenant %s is at the URL above for %d approver(s): each opens it with ?token=THEIR_TOKEN; Ctrl-C stops it\n", a.tenant, approvers)
+	} else {
+		fmt.Fprintf(a.io.Err, "agentctl ui: the console of tenant %s is at the URL above (it holds the access token; decisions are recorded as %s); Ctrl-C stops it\n", a.tenant, a.who())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -104,4 +128,41 @@ func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Lis
 		return srv.Close()
 	}
 	return nil
+}
+
+// loadApprovers reads an approvers file: one "TOKEN NAME [TENANT,...]" a
+// line, '#' comment lines and blank lines skipped. A file other users may
+// read is refused: it holds every approver's token.
+func loadApprovers(path string) ([]console.Approver, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, exitf(exitUsage, "--approvers: %v; pass a file of \"TOKEN NAME [TENANT,...]\" lines", err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, exitf(exitUsage, "--approvers %s has mode %04o: other users could read every approver's token; chmod 600 %s", path, info.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, exitf(exitUsage, "--approvers: %v", err)
+	}
+	var out []console.Approver
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f) > 3 {
+			return nil, exitf(exitUsage, "--approvers %s line %d: want TOKEN NAME [TENANT,...], got %d words", path, i+1, len(f))
+		}
+		ap := console.Approver{Token: f[0], Name: f[1]}
+		if len(f) == 3 {
+			ap.Tenants = strings.Split(f[2], ",")
+		}
+		out = append(out, ap)
+	}
+	if len(out) == 0 {
+		return nil, exitf(exitUsage, "--approvers %s names no approver; add \"TOKEN NAME\" lines", path)
+	}
+	return out, nil
 }

@@ -18,9 +18,9 @@ func ExamplePrompt() {
 		Server: "payments", Tool: "create_payment", Key: "order-42",
 		Arguments: []byte(`{"amount":1250}`),
 	})
-	fmt.Println(answer.Decision, answer.By, answer.Reason, err)
+	fmt.Println(answer.Decision, answer.By, answer.Via, answer.Reason, err)
 	// Output:
-	// denied terminal:alice wrong amount <nil>
+	// denied alice terminal wrong amount <nil>
 }
 
 func ExamplePrompt_chain() {

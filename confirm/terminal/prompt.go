@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +41,9 @@ type Prompt struct {
 	In         io.Reader
 	Out        io.Writer
 	Accessible bool
-	// User names who answers in Answer.By ("terminal:USER"); the login
-	// name when empty.
+	// User names who answers in Answer.By; when empty, the OS account
+	// this process runs as, found by its uid (never an environment
+	// variable, which anyone can set).
 	User string
 	// Width is the number of columns the summary is wrapped to, at word
 	// boundaries (the terminal's width when zero, else 80).
@@ -138,7 +140,7 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 	if _, err := fmt.Fprint(out, "\n"+wrap(req.Summary(), t.width(out))); err != nil {
 		return confirm.Answer{}, fmt.Errorf("terminal: writing to the terminal: %w", err)
 	}
-	by := "terminal:" + t.user()
+	by := t.user()
 
 	// The full-screen form starts on "Approve once"; plain prompts keep
 	// Deny as the default, since a script's empty line must not approve.
@@ -176,10 +178,10 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 	switch choice {
 	case choiceOnce:
 		fmt.Fprintf(out, "Approved once: %s%s%s\n", safe(req.Tool), server, keyNote)
-		return confirm.Answer{Decision: ledger.DecisionApproved, By: by}, nil
+		return confirm.Answer{Decision: ledger.DecisionApproved, By: by, Via: "terminal"}, nil
 	case choiceSession:
 		fmt.Fprintf(out, "Approved for this session: %s%s%s\n", safe(req.Tool), server, keyNote)
-		return confirm.Answer{Decision: ledger.DecisionApprovedSession, By: by}, nil
+		return confirm.Answer{Decision: ledger.DecisionApprovedSession, By: by, Via: "terminal"}, nil
 	}
 
 	var reason string
@@ -193,7 +195,7 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 		reason = "denied at the terminal"
 	}
 	fmt.Fprintf(out, "Denied: %s%s%s: %s\n", safe(req.Tool), server, keyNote, safe(reason))
-	return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Reason: reason}, nil
+	return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Via: "terminal", Reason: reason}, nil
 }
 
 func (t *Prompt) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
@@ -212,13 +214,17 @@ func (t *Prompt) user() string {
 	if t.User != "" {
 		return t.User
 	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
+	if runtime.GOOS == "windows" {
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			return u.Username
+		}
+		return "unknown"
+	}
+	uid := strconv.Itoa(os.Getuid())
+	if u, err := user.LookupId(uid); err == nil && u.Username != "" {
 		return u.Username
 	}
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "unknown"
+	return "uid:" + uid
 }
 
 func isTerminal(r io.Reader) bool {

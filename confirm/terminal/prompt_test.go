@@ -22,20 +22,20 @@ func TestTerminalAccessible(t *testing.T) {
 		want    confirm.Answer
 		wantErr error
 	}{
-		{"approve once", "1\n", confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:alice"}, nil},
-		{"approve for the session", "2\n", confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:alice"}, nil},
+		{"approve once", "1\n", confirm.Answer{Decision: ledger.DecisionApproved, By: "alice", Via: "terminal"}, nil},
+		{"approve for the session", "2\n", confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "alice", Via: "terminal"}, nil},
 		{"deny with a reason", "3\nwrong amount\n",
-			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "wrong amount"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "alice", Via: "terminal", Reason: "wrong amount"}, nil},
 		{"deny without a reason", "3\n\n",
-			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "alice", Via: "terminal", Reason: "denied at the terminal"}, nil},
 		{"empty line is deny", "\n\n",
-			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "alice", Via: "terminal", Reason: "denied at the terminal"}, nil},
 		{"deny with the input ending at the reason", "3\n",
-			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:alice", Reason: "denied at the terminal"}, nil},
-		{"invalid choice asks again", "9\nabc\n1\n", confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:alice"}, nil},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "alice", Via: "terminal", Reason: "denied at the terminal"}, nil},
+		{"invalid choice asks again", "9\nabc\n1\n", confirm.Answer{Decision: ledger.DecisionApproved, By: "alice", Via: "terminal"}, nil},
 		{"no input", "", confirm.Answer{}, confirm.ErrNoAnswer},
 		{"invalid choice then end of input", "9\n", confirm.Answer{}, confirm.ErrNoAnswer},
-		{"no final newline", "2", confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:alice"}, nil},
+		{"no final newline", "2", confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "alice", Via: "terminal"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestTerminalOverPipe(t *testing.T) {
 	answer("Enter a number between 1 and 3", "3\n")
 	answer("Reason for denying", "not this card\n")
 	r := <-done
-	want := confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:bob", Reason: "not this card"}
+	want := confirm.Answer{Decision: ledger.DecisionDenied, By: "bob", Via: "terminal", Reason: "not this card"}
 	if r.err != nil || r.a != want {
 		t.Errorf("Confirm over a pipe = %+v, %v; want %+v", r.a, r.err, want)
 	}

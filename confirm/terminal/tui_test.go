@@ -100,11 +100,11 @@ func TestTerminalFullScreen(t *testing.T) {
 		said string // the decision left on screen after the form closed
 	}{
 		{"approve for the session", [][2]string{{"Approve once", "\x1b[B"}, {"Approve once", "\r"}},
-			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "terminal:carol"}, "Approved for this session: create_payment"},
+			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "carol", Via: "terminal"}, "Approved for this session: create_payment"},
 		{"enter on the default approves once", [][2]string{{"Approve once", "\r"}},
-			confirm.Answer{Decision: ledger.DecisionApproved, By: "terminal:carol"}, "Approved once: create_payment"},
+			confirm.Answer{Decision: ledger.DecisionApproved, By: "carol", Via: "terminal"}, "Approved once: create_payment"},
 		{"deny asks why", [][2]string{{"Approve once", "\x1b[B\x1b[B\r"}, {"Reason for denying", "card expired\r"}},
-			confirm.Answer{Decision: ledger.DecisionDenied, By: "terminal:carol", Reason: "card expired"}, "Denied: create_payment"},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "carol", Via: "terminal", Reason: "card expired"}, "Denied: create_payment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

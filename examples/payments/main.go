@@ -6,6 +6,7 @@
 //	go run ./examples/payments -http 127.0.0.1:8080   # streamable HTTP
 //	go run ./examples/payments -count KEY             # what the downstream saw for KEY
 //	go run ./examples/payments -reconcile KEY         # settle an UNKNOWN payment from the payments table
+//	go run ./examples/payments -list                  # the payments in the database
 //	go run ./examples/payments -http ADDR -unguarded  # without the guard, to measure what it costs
 //
 // PAYMENTS_FAULT (or -fault) arms crash hooks for tests: for example
@@ -15,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/mcpledger/mcpledger/internal/payments"
@@ -58,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fault := fs.String("fault", os.Getenv(payments.FaultEnv), "fault hooks, point=action[,...] (see package payments)")
 	count := fs.String("count", "", "print what the downstream saw for this idempotency key as JSON, and exit")
 	reconcile := fs.String("reconcile", "", "settle the UNKNOWN create_payment of this key from the payments table, and exit")
+	list := fs.Bool("list", false, "print the payments in the database, newest first, and exit")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -107,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			payments.Counts
 			Payments int `json:"payments"`
 		}{c, n})
+	case *list:
+		return listPayments(ctx, app, cfg.DB, stdout)
 	case *reconcile != "":
 		rec, err := app.Reconcile(ctx, "", *reconcile)
 		if err != nil {
@@ -130,6 +136,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return serveHTTP(ctx, app, *httpAddr, stderr)
+}
+
+// listPayments prints the payments of app, newest first, one a line.
+func listPayments(ctx context.Context, app *payments.App, db string, stdout io.Writer) error {
+	list, err := app.List(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(stdout, "no payments in %s\n", db)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PAYMENT\tAMOUNT\tPAYEE\tCREATED\tKEY\tMEMO")
+	for _, p := range list {
+		fmt.Fprintf(tw, "%s\t%d.%02d %s\t%s\t%s\t%s\t%s\n", p.PaymentID, p.AmountCents/100, p.AmountCents%100, p.Currency,
+			p.Payee, p.CreatedAt, cmp.Or(p.Key, "-"), p.Memo)
+	}
+	return tw.Flush()
 }
 
 // serveHTTP serves streamable HTTP until ctx ends. It prints the address it

@@ -179,14 +179,52 @@ func waitCounts(t *testing.T, dir, key string, want func(payments.Counts) bool) 
 	}
 }
 
-// -h prints the usage and exits 0; an unknown flag exits 1 saying so.
+// -h and --help print the usage and exit 0; an unknown flag exits 1
+// saying so.
 func TestHelpExitsZero(t *testing.T) {
-	out, err := command(nil, "-h").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Usage of payments") {
-		t.Fatalf("payments -h = %v: %s; want exit 0 and the usage", err, out)
+	for _, flag := range []string{"-h", "--help", "-help"} {
+		out, err := command(nil, flag).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Usage of payments") || !strings.Contains(string(out), "-list") {
+			t.Fatalf("payments %s = %v: %s; want exit 0 and the usage", flag, err, out)
+		}
 	}
-	out, err = command(nil, "-no-such-flag").CombinedOutput()
+	out, err := command(nil, "-no-such-flag").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no-such-flag") {
 		t.Fatalf("payments -no-such-flag = %v: %s; want exit 1 naming the flag", err, out)
+	}
+}
+
+// -list prints the payments in the database, newest first, with the key
+// each was made under.
+func TestListPayments(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "pay.db")
+	out, err := command(nil, "-db", db, "-list").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no payments in "+db) {
+		t.Fatalf("payments -list of an empty database = %v: %s; want exit 0 saying there are none", err, out)
+	}
+	cs, _, _ := startStdio(t, nil, "-db", db)
+	var ids []string
+	for _, key := range []string{"list-1", "list-2"} {
+		res, err := cs.CallTool(context.Background(), payParams(key))
+		if err != nil || res.IsError {
+			t.Fatalf("create_payment %s = %v, %+v", key, err, res)
+		}
+		sc, _ := res.StructuredContent.(map[string]any)
+		id, _ := sc["payment_id"].(string)
+		ids = append(ids, id)
+	}
+	cs.Close()
+	out, err = command(nil, "-db", db, "-list").Output()
+	if err != nil {
+		t.Fatalf("payments -list = %v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "PAYMENT") {
+		t.Fatalf("payments -list printed %q; want a header and 2 payments", out)
+	}
+	for i, want := range []struct{ id, key string }{{ids[1], "list-2"}, {ids[0], "list-1"}} {
+		if f := strings.Fields(lines[i+1]); len(f) < 6 || f[0] != want.id || f[1] != "19.99" || f[3] != "erin" || f[5] != want.key {
+			t.Errorf("payments -list line %d = %q; want %s, 19.99 EUR to erin, key %s (newest first)", i+1, lines[i+1], want.id, want.key)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,8 +25,8 @@ import (
 type replicaAnswer struct {
 	replica int
 	key     int
-	body    string         // the result as JSON, without the replay marker
-	marker  *server.Replay // nil when this call ran the handler
+	body    string       // the result as JSON, without the replay marker
+	marker  *wire.Replay // nil when this call ran the handler
 }
 
 // TestReplicasShareOneLedger runs two payments server processes, each with
@@ -231,7 +232,7 @@ func answerOf(res *mcp.CallToolResult) (replicaAnswer, error) {
 			if err != nil {
 				return a, err
 			}
-			a.marker = new(server.Replay)
+			a.marker = new(wire.Replay)
 			if err := json.Unmarshal(raw, a.marker); err != nil {
 				return a, fmt.Errorf("replay marker %s: %w", raw, err)
 			}

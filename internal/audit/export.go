@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,10 +31,11 @@ type Line struct {
 	Prev string `json:"prev"`
 	Kind string `json:"kind"`
 
-	Header   *Header        `json:"header,omitempty"`
-	Record   *ledger.Record `json:"record,omitempty"`
-	Timeline []Entry        `json:"timeline,omitempty"`
-	End      *End           `json:"end,omitempty"`
+	Header    *Header        `json:"header,omitempty"`
+	Record    *ledger.Record `json:"record,omitempty"`
+	Timeline  []Entry        `json:"timeline,omitempty"`
+	End       *End           `json:"end,omitempty"`
+	Signature *Signature     `json:"signature,omitempty"`
 }
 
 // Header opens an export.
@@ -66,6 +68,9 @@ type Options struct {
 	Since time.Time
 	// Now is the clock for the header (time.Now when nil).
 	Now func() time.Time
+	// Sign, when set, signs the export: a last line after the end line
+	// carries the signature of the end line's hash (see Signature).
+	Sign ed25519.PrivateKey
 }
 
 // Export writes the tenant's records to w, newest first (the order the
@@ -109,6 +114,16 @@ func Export(ctx context.Context, st Lister, w io.Writer, o Options) (int64, erro
 	}
 	if err := cw.write(Line{Kind: KindEnd, End: &End{Records: n}}); err != nil {
 		return n, err
+	}
+	if o.Sign != nil {
+		pub, ok := o.Sign.Public().(ed25519.PublicKey)
+		if !ok {
+			return n, fmt.Errorf("audit: the signing key has no ed25519 public key")
+		}
+		sig := &Signature{Alg: AlgEd25519, KeyID: KeyID(pub), Head: cw.prev, Sig: ed25519.Sign(o.Sign, SignedMessage(cw.prev))}
+		if err := cw.write(Line{Kind: KindSignature, Signature: sig}); err != nil {
+			return n, err
+		}
 	}
 	if err := cw.w.Flush(); err != nil {
 		return n, fmt.Errorf("audit: write the export: %w", err)

@@ -28,6 +28,17 @@ func Timeline(r *ledger.Record) []Entry {
 	out := []Entry{{At: r.CreatedAt, What: claimed}}
 	if ap := r.Approval; ap != nil {
 		e := Entry{At: ap.At, What: fmt.Sprintf("%s by %s", ap.Decision, orNobody(ap.By)), Detail: ap.Reason}
+		if ap.Via != "" && ap.Via != ledger.ViaStanding {
+			e.What += " (" + ap.Via + ")"
+		}
+		if s := ap.Standing; s != nil {
+			ref := fmt.Sprintf("by the standing approval given on %s key %s at %s, until %s",
+				s.Tool, s.Key, s.Given.UTC().Format(time.RFC3339), ap.Expires.UTC().Format(time.RFC3339))
+			if e.Detail != "" {
+				ref = e.Detail + "; " + ref
+			}
+			e.Detail = ref
+		}
 		out = append(out, e)
 	}
 	now := Entry{At: r.UpdatedAt, What: string(r.State)}

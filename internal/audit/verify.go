@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,8 @@ var ErrBroken = errors.New("audit: the export is not intact")
 type Broken struct {
 	Line int64
 	Why  string
+	// Signature: the chain holds, and its signature line is what does not.
+	Signature bool
 }
 
 func (b *Broken) Error() string {
@@ -32,16 +35,40 @@ type Report struct {
 	Header  Header
 	Records int64
 	Lines   int64
-	// Head is the hash of the last line: keeping it elsewhere makes a
+	// Head is the hash of the end line: keeping it elsewhere makes a
 	// wholesale rewrite of the file detectable too.
 	Head string
+	// Signature is the export's signature line, nil for an unsigned
+	// export; Verified reports that it was checked against a public key
+	// and holds (VerifySigned).
+	Signature *Signature
+	Verified  bool
 }
 
 // Verify reads an export and checks its chain line by line. It returns
-// the report of an intact export; an error wrapping ErrBroken (a *Broken)
-// names the first line that does not hold; any other error is a read
-// failure.
-func Verify(r io.Reader) (Report, error) {
+// the report of an export whose chain is consistent; an error wrapping
+// ErrBroken (a *Broken) names the first line that does not hold; any other
+// error is a read failure. A consistent chain proves nothing against
+// someone who re-chained the lines they edited: a signature checked with
+// VerifySigned does.
+func Verify(r io.Reader) (Report, error) { return verify(r, nil) }
+
+// VerifySigned is Verify that also requires the export's signature to hold
+// for pub: an unsigned export fails with ErrUnsigned, a signature by
+// another key or of another chain with a *Broken naming the signature
+// line.
+func VerifySigned(r io.Reader, pub ed25519.PublicKey) (Report, error) {
+	rep, err := verify(r, pub)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Signature == nil {
+		return rep, fmt.Errorf("%w: it has no signature line after its end line; it was exported without --sign, or its signature was removed", ErrUnsigned)
+	}
+	return rep, nil
+}
+
+func verify(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
 		rep     Report
@@ -59,12 +86,15 @@ func Verify(r io.Reader) (Report, error) {
 		}
 		n++
 		b := bytes.TrimSuffix(raw, []byte("\n"))
-		if ended {
-			return rep, &Broken{Line: n, Why: "a line follows the end line: lines were added"}
+		if rep.Signature != nil {
+			return rep, &Broken{Line: n, Why: "a line follows the signature line: lines were added"}
 		}
 		var l Line
 		if jerr := json.Unmarshal(b, &l); jerr != nil {
 			return rep, &Broken{Line: n, Why: fmt.Sprintf("not a line of an export (%v): it was changed", jerr)}
+		}
+		if ended && (l.Kind != KindSignature || l.Signature == nil) {
+			return rep, &Broken{Line: n, Why: "a line follows the end line: lines were added"}
 		}
 		if l.Seq != n-1 {
 			return rep, &Broken{Line: n, Why: fmt.Sprintf("its sequence number is %d, want %d: lines were removed, added or reordered here", l.Seq, n-1)}
@@ -74,6 +104,28 @@ func Verify(r io.Reader) (Report, error) {
 		}
 		if l.Prev != prevSum {
 			return rep, &Broken{Line: n - 1, Why: fmt.Sprintf("its hash is %s but line %d carries %s: line %d was changed", short(prevSum), n, short(l.Prev), n-1)}
+		}
+		if ended {
+			// The signature line: it signs the end line's hash.
+			sig := l.Signature
+			if sig.Head != prevSum {
+				return rep, &Broken{Line: n, Signature: true, Why: fmt.Sprintf("the signature is of the chain ending in %s, not of this file's (%s): the lines were changed", short(sig.Head), short(prevSum))}
+			}
+			rep.Signature = sig
+			if pub != nil {
+				if sig.Alg != AlgEd25519 || sig.KeyID != KeyID(pub) {
+					return rep, &Broken{Line: n, Signature: true, Why: fmt.Sprintf("signed with %s key %s, not with the given key %s", sig.Alg, sig.KeyID, KeyID(pub))}
+				}
+				if !ed25519.Verify(pub, SignedMessage(sig.Head), sig.Sig) {
+					return rep, &Broken{Line: n, Signature: true, Why: fmt.Sprintf("the signature does not hold for key %s: the export was changed and re-chained, or the signature was forged", sig.KeyID)}
+				}
+				rep.Verified = true
+			}
+			rep.Lines = n
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			continue
 		}
 		sum := sha256.Sum256(b)
 		prevSum = hex.EncodeToString(sum[:])

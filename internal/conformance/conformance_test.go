@@ -30,7 +30,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,8 +124,8 @@ func locate() (suite, string) {
 func buildPrograms(t *testing.T) func(name string) string {
 	t.Helper()
 	dir := t.TempDir()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
 		gobin = "go"
 	}
 	cmd := exec.Command(gobin, "build", "-o", dir+string(filepath.Separator),

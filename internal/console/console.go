@@ -5,22 +5,28 @@
 // they arrive (server-sent events). Pages are rendered on the server with
 // html/template; a few lines of plain JavaScript add the live updates.
 //
-//	c, err := console.New(console.Options{Store: st, Tenant: "acme", Who: "console:ana"})
+//	c, err := console.New(console.Options{Store: st, Tenant: "acme", Who: "ana"})
 //	ln, err := net.Listen("tcp", "127.0.0.1:0")
 //	fmt.Println(c.URL(ln.Addr()))
 //	http.Serve(ln, c)
 //
 // The console serves loopback clients only and guards every request with
-// a random access token, passed once in the printed URL (as Jupyter does)
-// and kept in a cookie after that; a request without it gets 401. Writes
-// are POST requests that must carry the page's CSRF token and, when the
-// browser sends one, an Origin of the console itself.
+// an access token, passed once in the URL (as Jupyter does) and kept in a
+// cookie after that; a request without a valid one gets 401. Each token is
+// one approver's: it names the person whose decisions are recorded (the
+// requester of a call can be told apart from its approver) and the tenants
+// the person may see and decide for; a request for any other tenant, in a
+// query or a form, gets 403. Writes are POST requests that must carry the
+// page's CSRF token and, when the browser sends one, an Origin of the
+// console itself.
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -42,28 +48,65 @@ var webFS embed.FS
 type Options struct {
 	// Store is the ledger (required).
 	Store ledger.Store
-	// Tenant is shown first; the tenant filter shows others.
+	// Tenant is the tenant the console serves (to an approver without
+	// Tenants of their own).
 	Tenant string
-	// Who names the person using the console on approvals and
-	// reconciliations ("console" when empty).
+	// Who names the one person using the console, on approvals and
+	// reconciliations ("console" when empty), when Approvers is empty.
 	Who string
 	// Policy is the approvers' policy: with DistinctApprover the requester
 	// cannot approve their own call here (confirm.Default() when nil).
 	Policy *confirm.Policy
-	// Token is the access token (a random one when empty).
+	// Token is the one person's access token (a random one when empty),
+	// when Approvers is empty.
 	Token string
+	// Approvers, when set, are the people the console lets in, each with
+	// a token of their own (Token and Who are then unused).
+	Approvers []Approver
 	// Poll is how often live updates look for new records (1s when zero).
 	Poll time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
 
+// Approver is one person the console lets in: their own token, the name
+// their decisions are recorded under, and the tenants whose records they
+// may see and decide (Options.Tenant alone when empty).
+type Approver struct {
+	Token   string
+	Name    string
+	Tenants []string
+}
+
+// allows reports whether the approver may see tenant's records.
+func (a *Approver) allows(tenant string) bool {
+	for _, t := range a.Tenants {
+		if t == tenant {
+			return true
+		}
+	}
+	return false
+}
+
 // Console is an http.Handler serving the web console.
 type Console struct {
-	opts  Options
-	csrf  string
-	pages map[string]*template.Template
-	mux   *http.ServeMux
+	opts      Options
+	approvers []Approver // at least one
+	shared    bool       // Approvers were given: the URL carries no token
+	csrf      string
+	pages     map[string]*template.Template
+	mux       *http.ServeMux
+}
+
+type approverKey struct{}
+
+// approver is the person a request was let in as.
+func approver(r *http.Request) *Approver {
+	a, _ := r.Context().Value(approverKey{}).(*Approver)
+	if a == nil {
+		return &Approver{Name: "console"}
+	}
+	return a
 }
 
 // New builds a console for opts.Store.
@@ -89,7 +132,14 @@ func New(opts Options) (*Console, error) {
 	if opts.Token == "" {
 		opts.Token = randomToken()
 	}
-	c := &Console{opts: opts, csrf: randomToken(), mux: http.NewServeMux()}
+	approvers, err := checkApprovers(opts)
+	if err != nil {
+		return nil, err
+	}
+	// A person reads records as they stand now: an approval whose expiry
+	// passed is REJECTED on every page, and cannot be approved.
+	opts.Store = ledger.AsReadStore(opts.Store, opts.Now)
+	c := &Console{opts: opts, approvers: approvers, shared: len(opts.Approvers) > 0, csrf: randomToken(), mux: http.NewServeMux()}
 	if err := c.parse(); err != nil {
 		return nil, err
 	}
@@ -112,15 +162,19 @@ func New(opts Options) (*Console, error) {
 
 func (c *Console) parse() error {
 	funcs := template.FuncMap{
-		"stamp":      stamp,
-		"lower":      func(s ledger.State) string { return strings.ToLower(string(s)) },
-		"query":      query,
-		"link":       func(r *ledger.Record) template.URL { return recordLink(r.ID) },
+		"stamp": stamp,
+		"lower": func(s ledger.State) string { return strings.ToLower(string(s)) },
+		"query": query,
+		"link":  func(r *ledger.Record) template.URL { return recordLink(r.ID) },
+		"standingLink": func(r *ledger.Record, s *ledger.Standing) template.URL {
+			return recordLink(ledger.ID{Tenant: r.Tenant, Layer: s.Layer, Tool: s.Tool, Key: s.Key})
+		},
 		"rowid":      func(r *ledger.Record) string { return rowID(r.ID) },
 		"percent":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 		"short":      func(s string, n int) string { return ledger.OneLine(s, n) },
 		"seconds":    func(d time.Duration) string { return latency(d) },
 		"queuedInfo": queuedInfo,
+		"args":       func(raw json.RawMessage) string { return arguments(raw) },
 		"form": func(csrf string, r *ledger.Record, back string) formView {
 			return formView{CSRF: csrf, R: r, Back: back}
 		},
@@ -143,12 +197,52 @@ type formView struct {
 	Back string // where the form returns to ("" for the record's page)
 }
 
-// Token is the access token the console's URL carries.
-func (c *Console) Token() string { return c.opts.Token }
+// checkApprovers returns the approvers of opts: Approvers, each with a
+// token, a name and valid tenants, or the one person of Token and Who.
+func checkApprovers(opts Options) ([]Approver, error) {
+	if len(opts.Approvers) == 0 {
+		return []Approver{{Token: opts.Token, Name: opts.Who, Tenants: []string{opts.Tenant}}}, nil
+	}
+	seen := map[string]bool{}
+	out := make([]Approver, 0, len(opts.Approvers))
+	for i, a := range opts.Approvers {
+		switch {
+		case len(a.Token) < minToken:
+			return nil, fmt.Errorf("console: approver %d (%s): a token of %d characters is too easy to guess; give each approver a random token of at least %d", i+1, a.Name, len(a.Token), minToken)
+		case strings.TrimSpace(a.Name) == "":
+			return nil, fmt.Errorf("console: approver %d has no name; decisions are recorded under it", i+1)
+		case seen[a.Token]:
+			return nil, fmt.Errorf("console: approver %d (%s) has the token of another approver; give each their own", i+1, a.Name)
+		}
+		seen[a.Token] = true
+		if len(a.Tenants) == 0 {
+			a.Tenants = []string{opts.Tenant}
+		}
+		for _, t := range a.Tenants {
+			if err := ledger.ValidateTenant(t); err != nil {
+				return nil, fmt.Errorf("console: approver %d (%s): tenant %q: %w", i+1, a.Name, t, err)
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
 
-// URL is the address to open: the console at addr, with the access token.
+// minToken is the shortest approver token accepted.
+const minToken = 16
+
+// Token is the access token the console's URL carries: the one person's
+// (the first approver's when Approvers were given).
+func (c *Console) Token() string { return c.approvers[0].Token }
+
+// URL is the address to open: the console at addr, with the one person's
+// access token; without a token when Approvers were given (each approver
+// adds their own: ?token=…).
 func (c *Console) URL(addr net.Addr) string {
-	return "http://" + addr.String() + "/?token=" + url.QueryEscape(c.opts.Token)
+	if c.shared {
+		return "http://" + addr.String() + "/"
+	}
+	return "http://" + addr.String() + "/?token=" + url.QueryEscape(c.Token())
 }
 
 // ServeHTTP checks the request's host, token and, for writes, its origin
@@ -161,8 +255,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cookie := cookieName(r.Host)
+	var who *Approver
 	if tok := r.URL.Query().Get("token"); tok != "" {
-		if !c.tokenOK(tok) {
+		if who = c.approverOf(tok); who == nil {
 			c.deny(w)
 			return
 		}
@@ -176,8 +271,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
 		}
-	} else if ck, err := r.Cookie(cookie); err != nil || !c.tokenOK(ck.Value) {
-		if !c.tokenOK(r.Header.Get("X-Console-Token")) {
+	} else if ck, err := r.Cookie(cookie); err == nil {
+		who = c.approverOf(ck.Value)
+	}
+	if who == nil {
+		if who = c.approverOf(r.Header.Get("X-Console-Token")); who == nil {
 			c.deny(w)
 			return
 		}
@@ -192,6 +290,15 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// One tenant's console (or the tenants of the approver's token): no
+	// query and no form reaches another's records.
+	for _, t := range []string{r.URL.Query().Get("tenant"), postedTenant(r)} {
+		if t != "" && !who.allows(t) {
+			http.Error(w, fmt.Sprintf("console: %s may see tenant %s only, not %s; open the console of that tenant, with a token that allows it", who.Name, strings.Join(who.Tenants, ", "), t), http.StatusForbidden)
+			return
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), approverKey{}, who))
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
 	// "no-referrer" would make the browser send "Origin: null" on forms.
@@ -199,8 +306,24 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-func (c *Console) tokenOK(tok string) bool {
-	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(c.opts.Token)) == 1
+// approverOf is the approver whose token tok is, or nil. Every token is
+// compared, in constant time, so the time taken tells nothing of which.
+func (c *Console) approverOf(tok string) *Approver {
+	var found *Approver
+	for i := range c.approvers {
+		if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(c.approvers[i].Token)) == 1 {
+			found = &c.approvers[i]
+		}
+	}
+	return found
+}
+
+// postedTenant is the tenant a form names (POST only).
+func postedTenant(r *http.Request) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	return r.PostFormValue("tenant")
 }
 
 func (c *Console) deny(w http.ResponseWriter) {

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,9 +96,15 @@ func (c *Console) count(ctx context.Context, tenant string, s ledger.State) int 
 	return len(p.Records)
 }
 
+// tenant is the tenant a page shows: the query's (ServeHTTP let only the
+// approver's tenants through), else the console's when the approver may
+// see it, else the approver's first.
 func (c *Console) tenant(r *http.Request) string {
 	if t := r.URL.Query().Get("tenant"); t != "" {
 		return t
+	}
+	if a := approver(r); !a.allows(c.opts.Tenant) && len(a.Tenants) > 0 {
+		return a.Tenants[0]
 	}
 	return c.opts.Tenant
 }
@@ -227,9 +234,7 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := &view{Title: rec.Tool + " " + rec.Key, Nav: "records", Tenant: rec.Tenant, Record: rec, Meaning: ledger.Meaning(rec), Timeline: audit.Timeline(rec)}
-	if red, err := ledger.Redact(rec.Arguments); err == nil {
-		v.Arguments = indent(red)
-	}
+	v.Arguments = arguments(rec.Arguments)
 	v.Result = resultText(rec.Result)
 	c.render(w, r, "record", http.StatusOK, v)
 }
@@ -270,7 +275,7 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 			return
 		}
 		_, err := client.Decide(r.Context(), c.opts.Store, id, client.Decision{
-			Approve: approve, ForSession: r.PostFormValue("session") == "1", By: c.opts.Who, Reason: reason,
+			Approve: approve, ForSession: r.PostFormValue("session") == "1", By: approver(r).Name, Via: "console", Reason: reason,
 			DistinctApprover: c.opts.Policy.DistinctApprover, Now: c.opts.Now,
 		})
 		switch {
@@ -304,7 +309,7 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "choose succeeded or failed: what did the check at the server show?")
 		return
 	}
-	_, err := client.Reconcile(r.Context(), c.opts.Store, id, to, c.opts.Who, strings.TrimSpace(r.PostFormValue("note")), c.opts.Now())
+	_, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
 	switch {
 	case errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost):
 		c.fail(w, r, http.StatusConflict, "%v; someone settled it meanwhile: look at the record", err)
@@ -374,6 +379,55 @@ func queuedInfo(r *ledger.Record) string {
 	return "requested by " + q.Requester + "; waits for a decision"
 }
 
+// arguments are a record's stored arguments as a person reads them:
+// redacted again (a store may hold what an older build let through), and
+// as readable JSON (see readable).
+func arguments(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	red, err := ledger.Redact(raw)
+	if err != nil {
+		return ledger.Redacted
+	}
+	return readable(red)
+}
+
+// readable is JSON indented for a person, with the \uXXXX escapes of
+// printable characters written as the characters: json.Marshal writes <,
+// > and & as \u003c, \u003e and \u0026, which a person cannot read and
+// html/template escapes anyway. Control characters and surrogates stay
+// escaped; the order of keys is kept.
+func readable(raw json.RawMessage) string {
+	s := indent(raw)
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	in := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			in = !in
+		case c == '\\' && in && i+1 < len(s):
+			if s[i+1] == 'u' && i+6 <= len(s) {
+				if n, err := strconv.ParseUint(s[i+2:i+6], 16, 32); err == nil && n >= 0x20 && n != '"' && n != '\\' && (n < 0xd800 || n > 0xdfff) {
+					b.WriteRune(rune(n))
+					i += 5
+					continue
+				}
+			}
+			b.WriteByte(c)
+			b.WriteByte(s[i+1])
+			i++
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
 func indent(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -406,7 +460,7 @@ func resultText(raw json.RawMessage) string {
 		if err != nil {
 			return string(raw)
 		}
-		return indent(red)
+		return readable(red)
 	}
 	return strings.Join(parts, "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
@@ -25,11 +26,11 @@ func (a *App) Reconcile(ctx context.Context, tenant, key string) (*ledger.Record
 	case err == nil:
 		res := paymentResult(p)
 		res.StructuredContent = p
-		return server.Reconcile(ctx, a.ledger, id, ledger.StateSucceeded, res,
-			fmt.Sprintf("payment %s exists for this key", p.PaymentID))
+		return server.Reconcile(ctx, a.ledger, id, server.Reconciliation{As: ledger.StateSucceeded, Result: res,
+			By: "payments", Note: fmt.Sprintf("payment %s exists for this key", p.PaymentID)})
 	case errors.Is(err, sql.ErrNoRows):
-		return server.Reconcile(ctx, a.ledger, id, ledger.StateFailed, nil,
-			"no payment was made with this key and nothing was charged; send the payment again with a new key")
+		return server.Reconcile(ctx, a.ledger, id, server.Reconciliation{As: ledger.StateFailed, By: "payments",
+			Note: "no payment was made with this key and nothing was charged; send the payment again with a new key"})
 	}
 	return nil, err
 }
@@ -41,4 +42,38 @@ func (a *App) Payments(ctx context.Context, key string) (int, error) {
 		return 0, fmt.Errorf("payments: count: %w", err)
 	}
 	return n, nil
+}
+
+// Listed is one payment of List, with the idempotency key it was made
+// under ("tenant/key" for a tenant other than the default; empty for a
+// payment made without one).
+type Listed struct {
+	Payment
+	Key string `json:"idempotency_key,omitempty"`
+}
+
+// List returns the payments in the database, newest first.
+func (a *App) List(ctx context.Context) ([]Listed, error) {
+	rows, err := a.rdb.QueryContext(ctx, `SELECT id, amount_cents, currency, payee, memo, created_at, coalesce(idempotency_key, '')
+		FROM payments ORDER BY created_at DESC, id`)
+	if err != nil {
+		return nil, fmt.Errorf("payments: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Listed
+	for rows.Next() {
+		var (
+			l       Listed
+			created int64
+		)
+		if err := rows.Scan(&l.PaymentID, &l.AmountCents, &l.Currency, &l.Payee, &l.Memo, &created, &l.Key); err != nil {
+			return nil, fmt.Errorf("payments: list: %w", err)
+		}
+		l.CreatedAt = time.Unix(0, created).UTC().Format(time.RFC3339)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("payments: list: %w", err)
+	}
+	return out, nil
 }

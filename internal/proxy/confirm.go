@@ -25,7 +25,8 @@ func requestFrom(ctx context.Context) *mcp.CallToolRequest {
 }
 
 // hostConfirmer asks the host through elicitation when it can answer one,
-// else the terminal, else no one (the client then denies the call).
+// else the terminal, else no one (the client then records the call
+// REJECTED: nothing ran, and no one said no).
 type hostConfirmer struct {
 	terminal   confirm.Confirmer
 	policyFile string

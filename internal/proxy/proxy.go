@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the proxy relays logging and sampling between host and upstream; SEP-2577 deprecates them from protocol 2026-07-28, and hosts and servers on earlier versions still use them during the deprecation window
+
 package proxy
 
 import (
@@ -72,6 +74,13 @@ type Options struct {
 	// long-running proxy's ledger does not grow until someone runs
 	// agentctl ledger purge (DefaultSweepEvery when zero; negative: never).
 	SweepEvery time.Duration
+	// SweepLimit is the most records one sweep purges, so each does bounded
+	// work; the rest waits for the next (ledger.DefaultSweepLimit when
+	// zero).
+	SweepLimit int
+	// Now is the clock of the sweeps, which purge what expired by it
+	// (time.Now when nil); give the Store the same clock.
+	Now func() time.Time
 	// IdleRelease is how long the proxy goes without a host request
 	// before it returns the memory of the burst before to the operating
 	// system (DefaultIdleRelease when zero; negative: never). Release is
@@ -216,12 +225,24 @@ func (p *Proxy) sweeper(ctx context.Context) {
 }
 
 // Sweep purges the settled records whose retention has ended (every
-// layer's: purging is ledger-wide maintenance, as for the server guard)
-// and returns how many. Errors are logged: the next pass tries again.
+// layer's: purging is ledger-wide maintenance, as for the server guard),
+// at most Options.SweepLimit of them, and returns how many. Errors are
+// logged: the next pass tries again.
 func (p *Proxy) Sweep(ctx context.Context) int {
-	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: time.Now()})
+	limit := p.opts.SweepLimit
+	if limit <= 0 {
+		limit = ledger.DefaultSweepLimit
+	}
+	now := time.Now
+	if p.opts.Now != nil {
+		now = p.opts.Now
+	}
+	n, err := p.opts.Store.Purge(ctx, ledger.PurgeRequest{ExpiredBy: now(), Limit: limit})
 	if err != nil && ctx.Err() == nil {
-		p.log.Warn("purging expired records", "err", err)
+		p.log.Warn("purging expired records failed; the next sweep tries again", "err", err)
+	}
+	if n >= limit {
+		p.log.Warn("more records past retention than one sweep purges; the rest go at the next sweeps", "purged", n)
 	}
 	return n
 }

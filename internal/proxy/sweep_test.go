@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,5 +75,34 @@ func TestProxySweepsOnItsOwn(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the expired record was still there after 30s of sweeps every 5ms")
 		}
+	}
+}
+
+// A sweep purges at most Options.SweepLimit records; the rest go at the
+// next sweeps.
+func TestProxySweepIsBounded(t *testing.T) {
+	st := newStore(t)
+	u := newUpstream()
+	p := startProxy(t, st, u.transport, &proxy.Options{
+		SweepEvery: -1, // this test sweeps by hand
+		SweepLimit: 2,
+		Client:     &client.Options{Retry: fastRetry, Retention: time.Nanosecond},
+	})
+	h := connectHost(t, p, hostOptions{})
+	for i := range 5 {
+		if res := h.call(t, "add_note", map[string]any{"text": fmt.Sprintf("note %d", i)}, nil); res.IsError {
+			t.Fatalf("add_note = %q; want a result", resultText(res))
+		}
+	}
+	if n := len(records(t, st)); n != 5 {
+		t.Fatalf("records after five calls = %d; want 5", n)
+	}
+	for i, want := range []int{2, 2, 1, 0} {
+		if n := p.Sweep(context.Background()); n != want {
+			t.Errorf("sweep %d purged %d records; want %d (at most SweepLimit 2 a sweep)", i+1, n, want)
+		}
+	}
+	if n := len(records(t, st)); n != 0 {
+		t.Errorf("records after the sweeps = %d; want 0", n)
 	}
 }

@@ -33,8 +33,7 @@ type hooks struct {
 	killNext atomic.Bool
 	kill     func() error
 
-	mu      sync.Mutex // guards dropped and killErr
-	dropped map[any]bool
+	mu      sync.Mutex // guards killErr
 	killErr error
 }
 

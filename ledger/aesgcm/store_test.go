@@ -478,13 +478,16 @@ func TestConcurrentCallsOneExecution(t *testing.T) {
 }
 
 // TestTakeOverWithAnotherKey: a record that never ran (RETRYABLE), sealed
-// with a key this process lacks, is still taken over and run: the winner
-// runs its own arguments, and nothing is left stranded in PROCESSING.
+// with a key this process lacks, is not taken over by a process with
+// another key (its key does not match the ledger, and it says so), and
+// nothing is left stranded in PROCESSING; a process whose key file holds
+// the ledger's key too takes it over and runs its own arguments.
 func TestTakeOverWithAnotherKey(t *testing.T) {
 	run(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		base := b.open(t)
-		first := ledger.WithCodec(base, keyring(t, newKey(t)))
+		firstKey := newKey(t)
+		first := ledger.WithCodec(base, keyring(t, firstKey))
 		id := ledger.ID{Tenant: "acme", Tool: "pay", Key: "retry-1"}
 		args := json.RawMessage(`{"amount":5}`)
 		fp, _ := ledger.Fingerprint(args)
@@ -495,14 +498,61 @@ func TestTakeOverWithAnotherKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := ledger.WithCodec(base, keyring(t, newKey(t)))
-		c, err := other.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "b"})
+		if c, err := other.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "b"}); !errors.Is(err, ledger.ErrKeyMismatch) || c.Won {
+			t.Fatalf("Claim with another key = won %v, %v; want ErrKeyMismatch", c.Won, err)
+		}
+		if r, err := base.Get(ctx, id); err != nil || r.State != ledger.StateRetryable {
+			t.Fatalf("after the refused claim: %+v, %v; want the record RETRYABLE as it was", r, err)
+		}
+		rotated := ledger.WithCodec(base, keyring(t, newKey(t), firstKey))
+		c, err := rotated.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "b"})
 		if err != nil || !c.Won {
-			t.Fatalf("Claim of a RETRYABLE record sealed with another key = won %v, %v; want the take-over", c.Won, err)
+			t.Fatalf("Claim of a RETRYABLE record with a key file that holds its key = won %v, %v; want the take-over", c.Won, err)
 		}
 		res := json.RawMessage(`{"content":[]}`)
-		done, err := other.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "b", Fence: c.Record.Fence, Result: res})
+		done, err := rotated.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateSucceeded, Owner: "b", Fence: c.Record.Fence, Result: res})
 		if err != nil || done.State != ledger.StateSucceeded || string(done.Result) != string(res) {
 			t.Fatalf("Transition after the take-over = %+v, %v; want SUCCEEDED with the result", done, err)
+		}
+	})
+}
+
+// A ledger that holds encrypted records takes no new call from a process
+// without the key (nothing written in clear), nor from one with another
+// key; the error names the key id the ledger needs.
+func TestEncryptedLedgerRefusesOtherWriters(t *testing.T) {
+	run(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		plain := b.open(t)
+		if err := ledger.CheckKeys(ctx, plain, nil); err != nil {
+			t.Fatalf("CheckKeys(empty ledger, no key) = %v; want nil", err)
+		}
+		rightKey := newKey(t)
+		right := keyring(t, rightKey)
+		seed(t, ledger.WithCodec(plain, right), 1, "r", "sealed")
+		kid := right.CurrentKeyID()
+		newCall := func(st ledger.Store, key string) error {
+			args := json.RawMessage(`{"note":"in clear?"}`)
+			fp, _ := ledger.Fingerprint(args)
+			_, err := st.Claim(ctx, ledger.ClaimRequest{ID: ledger.ID{Tenant: "other", Tool: "pay", Key: key}, Fingerprint: fp, Arguments: args, Owner: "x"})
+			return err
+		}
+		if err := newCall(ledger.WithCodec(b.open(t), nil), "n-1"); !errors.Is(err, ledger.ErrNoKey) || errors.Is(err, ledger.ErrKeyMismatch) || !strings.Contains(err.Error(), kid) {
+			t.Errorf("a new call without a key = %v; want ErrNoKey naming key id %s", err, kid)
+		}
+		wrong := keyring(t, newKey(t))
+		if err := newCall(ledger.WithCodec(b.open(t), wrong), "n-2"); !errors.Is(err, ledger.ErrKeyMismatch) || !strings.Contains(err.Error(), kid) || !strings.Contains(err.Error(), wrong.CurrentKeyID()) {
+			t.Errorf("a new call with another key = %v; want ErrKeyMismatch naming key ids %s and %s", err, kid, wrong.CurrentKeyID())
+		}
+		if bytes.Contains(b.raw(t), []byte("in clear?")) {
+			t.Fatal("a refused call left its arguments in the ledger")
+		}
+		both := keyring(t, newKey(t), rightKey)
+		if err := newCall(ledger.WithCodec(b.open(t), both), "n-3"); err != nil {
+			t.Errorf("a new call with a key file that holds the ledger's key = %v; want it written", err)
+		}
+		if bytes.Contains(b.raw(t), []byte("in clear?")) {
+			t.Fatal("the accepted call was written in clear")
 		}
 	})
 }

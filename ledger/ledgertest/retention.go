@@ -3,6 +3,8 @@ package ledgertest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -59,6 +61,63 @@ func testRetention(t *testing.T, newStore NewStore) {
 		// The key is free again: a reuse is a new operation.
 		if c, err := e.st.Claim(e.ctx, req("k-SUCCEEDED", "owner-2")); err != nil || !c.Won || c.Record.Attempts != 0 {
 			t.Errorf("Claim of a purged key = {Won: %v}, %v; want a new operation", c.Won, err)
+		}
+	})
+
+	t.Run("Limit", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		const made, limit = 25, 10
+		for i := range made {
+			e.reach(fmt.Sprintf("k-%02d", i), ledger.StateSucceeded)
+		}
+		kept := e.reach("unknown", ledger.StateUnknown)
+		now := e.clock.Advance(ledger.DefaultRetention)
+		for _, want := range []int{limit, limit, made - 2*limit, 0} {
+			if n, err := e.st.Purge(e.ctx, ledger.PurgeRequest{ExpiredBy: now, Limit: limit}); err != nil || n != want {
+				t.Fatalf("Purge(Limit %d) = %d, %v; want %d (at most the limit, the rest at the next call)", limit, n, err, want)
+			}
+		}
+		if d := diff(e.mustGet(kept.ID), kept); d != "" {
+			t.Errorf("Purge(Limit) changed an UNKNOWN record: %s", d)
+		}
+	})
+
+	t.Run("Preview", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		pp, ok := ledger.Unwrap(e.st).(ledger.PurgePreviewer)
+		if !ok {
+			t.Skip("the store has no PurgePreview")
+		}
+		first := e.reach("s-1", ledger.StateSucceeded)
+		e.clock.Advance(time.Minute)
+		e.reach("s-2", ledger.StateSucceeded)
+		e.reach("f-1", ledger.StateFailed)
+		e.reach("u-1", ledger.StateUnknown)
+		e.clock.Advance(time.Minute)
+		last := e.reach("r-1", ledger.StateRejected)
+		e.clock.Advance(time.Hour)
+		young := e.reach("young", ledger.StateSucceeded) // within retention
+		now := e.clock.Advance(ledger.DefaultRetention - time.Hour)
+		p := ledger.PurgeRequest{ExpiredBy: now}
+		pv, err := pp.PurgePreview(e.ctx, p)
+		if err != nil {
+			t.Fatalf("PurgePreview() = %v", err)
+		}
+		want := map[ledger.State]int{ledger.StateSucceeded: 2, ledger.StateFailed: 1, ledger.StateRejected: 1}
+		if !maps.Equal(pv.ByState, want) || !pv.Oldest.Equal(first.CreatedAt) || !pv.Newest.Equal(last.CreatedAt) {
+			t.Errorf("PurgePreview() = %v, oldest %v, newest %v; want %v, %v, %v", pv.ByState, pv.Oldest, pv.Newest, want, first.CreatedAt, last.CreatedAt)
+		}
+		if _, err := e.st.Get(e.ctx, first.ID); err != nil {
+			t.Errorf("Get(s-1) after PurgePreview = %v; want it kept (a preview deletes nothing)", err)
+		}
+		if n, err := e.st.Purge(e.ctx, p); err != nil || n != pv.Total() {
+			t.Errorf("Purge() after PurgePreview = %d, %v; want the %d previewed", n, err, pv.Total())
+		}
+		if _, err := e.st.Get(e.ctx, young.ID); err != nil {
+			t.Errorf("Get(young) after Purge = %v; want it kept", err)
+		}
+		if pv, err := pp.PurgePreview(e.ctx, p); err != nil || pv.Total() != 0 || !pv.Oldest.IsZero() {
+			t.Errorf("PurgePreview() after Purge = %+v, %v; want nothing", pv, err)
 		}
 	})
 

@@ -118,10 +118,17 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 	token := newToken()
 	total := 0
 	for {
+		size := s.batchSize
+		if p.Limit > 0 {
+			size = min(size, p.Limit-total)
+		}
+		if size <= 0 {
+			return total, nil
+		}
 		var changed, due int
 		err := s.retry(ctx, func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {
-				return c.QueryRow(ctx, purgeBatch, p.ExpiredBy.UTC(), updatedBefore, s.batchSize, s.clock(), token, p.Tenant).
+				return c.QueryRow(ctx, purgeBatch, p.ExpiredBy.UTC(), updatedBefore, size, s.clock(), token, p.Tenant).
 					Scan(&changed, &due)
 			})
 		})
@@ -129,10 +136,63 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 			return total, fmt.Errorf("postgres: purge: %w", err)
 		}
 		total += changed
-		if due < s.batchSize {
+		if due < size {
 			return total, nil
 		}
 	}
+}
+
+// purgePreview counts the records purgeBatch would take, all batches
+// together.
+const purgePreview = `SELECT state, count(*), min(created_at), max(created_at)
+	FROM records
+	WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
+		AND (expires_at <= $1 OR ($2::timestamptz IS NOT NULL AND updated_at < $2))
+		AND ($3 = '' OR tenant = $3)
+	GROUP BY state`
+
+var _ ledger.PurgePreviewer = (*Store)(nil)
+
+// PurgePreview implements ledger.PurgePreviewer.
+func (s *Store) PurgePreview(ctx context.Context, p ledger.PurgeRequest) (ledger.PurgePreview, error) {
+	var updatedBefore *time.Time
+	if !p.UpdatedBefore.IsZero() {
+		u := p.UpdatedBefore.UTC()
+		updatedBefore = &u
+	}
+	var pv ledger.PurgePreview
+	err := s.retry(ctx, func() error {
+		pv = ledger.PurgePreview{ByState: map[ledger.State]int{}}
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			rows, err := c.Query(ctx, purgePreview, p.ExpiredBy.UTC(), updatedBefore, p.Tenant)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					state          string
+					n              int
+					oldest, newest time.Time
+				)
+				if err := rows.Scan(&state, &n, &oldest, &newest); err != nil {
+					return err
+				}
+				pv.ByState[ledger.State(state)] = n
+				if pv.Oldest.IsZero() || oldest.Before(pv.Oldest) {
+					pv.Oldest = oldest.UTC()
+				}
+				if newest.After(pv.Newest) {
+					pv.Newest = newest.UTC()
+				}
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return ledger.PurgePreview{}, fmt.Errorf("postgres: purge preview: %w", err)
+	}
+	return pv, nil
 }
 
 var _ ledger.TenantEraser = (*Store)(nil)

@@ -94,9 +94,13 @@ const (
 		AND (? = '' OR tenant = ?)`
 
 	// A REJECTED record ran nothing, so even under the Verify policy there
-	// is nothing for a tombstone to guard: it is deleted.
-	purgeDelete = `DELETE FROM records
-	WHERE (tombstone = 1 OR reuse_policy <> 'verify' OR state = 'REJECTED') AND ` + purgeMatch
+	// is nothing for a tombstone to guard: it is deleted. A tombstone made
+	// by this Purge (updated at or after its start, the first parameter)
+	// is not due again within it. The last parameter is the batch's size.
+	purgeDelete = `DELETE FROM records WHERE id IN (SELECT id FROM records
+	WHERE (tombstone = 0 OR updated_at < ?)
+		AND (tombstone = 1 OR reuse_policy <> 'verify' OR state = 'REJECTED') AND ` + purgeMatch + `
+	LIMIT ?)`
 
 	// A tombstone keeps identity and fingerprint for one more retention
 	// period, measured from now.
@@ -105,8 +109,20 @@ const (
 		error_message = '', approval = NULL, trace_id = '', span_id = '',
 		updated_at = ?,
 		expires_at = ? + (expires_at - created_at)
-	WHERE tombstone = 0 AND reuse_policy = 'verify' AND state <> 'REJECTED' AND ` + purgeMatch
+	WHERE id IN (SELECT id FROM records
+	WHERE tombstone = 0 AND reuse_policy = 'verify' AND state <> 'REJECTED' AND ` + purgeMatch + `
+	LIMIT ?)`
+
+	// purgePreview counts what purgeDelete and purgeTombstone would change
+	// together: every record purgeMatch matches.
+	purgePreview = `SELECT state, count(*), min(created_at), max(created_at) FROM records
+	WHERE ` + purgeMatch + ` GROUP BY state`
 )
+
+// purgeBatch is how many records one transaction of Purge removes at most:
+// a purge of a large backlog is many short transactions, so claims of
+// other callers are never held up behind one long delete.
+const purgeBatch = 1000
 
 // Claim implements ledger.Store. The INSERT decides: on a conflict the
 // existing row is replaced only when expired, reclaimed only when RETRYABLE
@@ -338,35 +354,90 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 // Purge implements ledger.Store. Tombstones matched by an earlier purge are
 // deleted before new ones are made, so one call never does both to a record.
 func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
-	var n int
-	err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
-		n = 0
-		byUpdate := !p.UpdatedBefore.IsZero()
-		match := []any{nanos(p.ExpiredBy), byUpdate, nanos(p.UpdatedBefore), p.Tenant, p.Tenant}
-		if p.ExpiredBy.IsZero() {
-			// The zero time would match every record stored with 0.
-			match[0] = int64(-1) << 62
+	total := 0
+	var start time.Time // of the first batch: tombstones made since are not due
+	for {
+		size := purgeBatch
+		if p.Limit > 0 {
+			size = min(size, p.Limit-total)
 		}
-		res, err := tx.ExecContext(ctx, purgeDelete, match...)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		if size <= 0 {
+			return total, nil
 		}
-		deleted, err := res.RowsAffected()
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		n := 0
+		err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+			n = 0
+			if start.IsZero() {
+				start = now
+			}
+			match := purgeArgs(p)
+			res, err := tx.ExecContext(ctx, purgeDelete, append(append([]any{nanos(start)}, match...), size)...)
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: purge: %w", err)
+			}
+			deleted, err := res.RowsAffected()
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: purge: %w", err)
+			}
+			res, err = tx.ExecContext(ctx, purgeTombstone, append(append([]any{nanos(now), nanos(now)}, match...), size-int(deleted))...)
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: purge: %w", err)
+			}
+			tombstoned, err := res.RowsAffected()
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: purge: %w", err)
+			}
+			n = int(deleted + tombstoned)
+			return nil, nil
+		})
+		total += n
+		if err != nil || n < size {
+			return total, err
 		}
-		res, err = tx.ExecContext(ctx, purgeTombstone, append([]any{nanos(now), nanos(now)}, match...)...)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: purge: %w", err)
+	}
+}
+
+// purgeArgs are the parameters of purgeMatch for p.
+func purgeArgs(p ledger.PurgeRequest) []any {
+	match := []any{nanos(p.ExpiredBy), !p.UpdatedBefore.IsZero(), nanos(p.UpdatedBefore), p.Tenant, p.Tenant}
+	if p.ExpiredBy.IsZero() {
+		// The zero time would match every record stored with 0.
+		match[0] = int64(-1) << 62
+	}
+	return match
+}
+
+var _ ledger.PurgePreviewer = (*Store)(nil)
+
+// PurgePreview implements ledger.PurgePreviewer.
+func (s *Store) PurgePreview(ctx context.Context, p ledger.PurgeRequest) (ledger.PurgePreview, error) {
+	pv := ledger.PurgePreview{ByState: map[ledger.State]int{}}
+	rows, err := s.rdb.QueryContext(ctx, purgePreview, purgeArgs(p)...)
+	if err != nil {
+		return pv, fmt.Errorf("sqlite: purge preview: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			state          string
+			n              int
+			oldest, newest int64
+		)
+		if err := rows.Scan(&state, &n, &oldest, &newest); err != nil {
+			return pv, fmt.Errorf("sqlite: purge preview: %w", err)
 		}
-		tombstoned, err := res.RowsAffected()
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: purge: %w", err)
+		pv.ByState[ledger.State(state)] = n
+		if o := fromNanos(oldest); pv.Oldest.IsZero() || o.Before(pv.Oldest) {
+			pv.Oldest = o
 		}
-		n = int(deleted + tombstoned)
-		return nil, nil
-	})
-	return n, err
+		if w := fromNanos(newest); w.After(pv.Newest) {
+			pv.Newest = w
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pv, fmt.Errorf("sqlite: purge preview: %w", err)
+	}
+	return pv, nil
 }
 
 var _ ledger.TenantEraser = (*Store)(nil)
