@@ -83,7 +83,6 @@ func (c config) scenarios() []scenario {
 // contender is one way of serving the calls.
 type contender struct {
 	name, title string
-	needsPG     bool
 	procs       []*proc
 	upstream    *proc  // behind a proxy, the guarded server
 	db          string // the payments database its calls pay into
@@ -292,11 +291,11 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
 		return nil, nil, fmt.Errorf("loadbench: %w", err)
 	}
-	env := func(name string) []string {
+	env := func() []string {
 		if c.profile == "" {
 			return nil
 		}
-		return []string{"MCPLEDGER_PPROF=127.0.0.1:0"}
+		return []string{"MCPLEDGER_PPROF=127.0.0.1:0"} // internal/loadprofile.Env
 	}
 	payments := func(name string, extra ...string) (*proc, string, error) {
 		d := filepath.Join(dir, name)
@@ -304,7 +303,7 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 			return nil, "", fmt.Errorf("loadbench: %w", err)
 		}
 		db := filepath.Join(d, "payments.db")
-		p, err := start(ctx, name, dir, env(name), b.payments, append([]string{"-db", db, "-http", "127.0.0.1:0"}, extra...)...)
+		p, err := start(ctx, name, dir, env(), b.payments, append([]string{"-db", db, "-http", "127.0.0.1:0"}, extra...)...)
 		return p, db, err
 	}
 	if has("bare") {
@@ -329,7 +328,7 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 	}
 	order = append(order, guarded)
 	proxy := func(name, ledger string) (*proc, error) {
-		return start(ctx, name, dir, env(name), b.agentctl, "--ledger", ledger, "proxy",
+		return start(ctx, name, dir, env(), b.agentctl, "--ledger", ledger, "proxy",
 			"--listen", "127.0.0.1:0", "--policy", policyFile, "--url", up.url)
 	}
 	if has("proxy-sqlite") {
@@ -348,14 +347,14 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 		if err != nil {
 			return order, nil, err
 		}
-		order = append(order, contender{name: "proxy-pg", title: "proxy, PostgreSQL ledger", needsPG: true, procs: []*proc{p}, upstream: up, db: upDB})
+		order = append(order, contender{name: "proxy-pg", title: "proxy, PostgreSQL ledger", procs: []*proc{p}, upstream: up, db: upDB})
 	}
 	if has("proxy-pg-pair") && c.pg != "" {
 		p1, err := proxy("proxy-pg-pair-1", c.pg)
 		if err != nil {
 			return order, nil, err
 		}
-		order = append(order, contender{name: "proxy-pg-pair", title: "two proxies, one PostgreSQL ledger", needsPG: true, procs: []*proc{p1}, upstream: up, db: upDB})
+		order = append(order, contender{name: "proxy-pg-pair", title: "two proxies, one PostgreSQL ledger", procs: []*proc{p1}, upstream: up, db: upDB})
 		p2, err := proxy("proxy-pg-pair-2", c.pg)
 		if err != nil {
 			return order, nil, err
