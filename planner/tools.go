@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -133,7 +134,14 @@ type Tools struct {
 	// ledger.LayerClient): the agent's own calls, not a server guard's
 	// records of them in a shared ledger.
 	Layer string
+	// Now is the clock a lapsed approval is read against (time.Now when
+	// nil): a call whose approval expired reads REJECTED at once, as it
+	// does in agentctl and the console (ledger.AsRead).
+	Now func() time.Time
 }
+
+// store is the ledger as it reads now (ledger.AsReadStore).
+func (t *Tools) store() ledger.Store { return ledger.AsReadStore(t.Store, t.Now) }
 
 func (t *Tools) layer() string {
 	if t.Layer == "" {
@@ -196,7 +204,7 @@ func (t *Tools) Status(ctx context.Context, sc Scope, in StatusInput) (string, S
 
 func (t *Tools) byKey(ctx context.Context, tenant, session, tool, key string) ([]*ledger.Record, error) {
 	if tool != "" {
-		r, err := t.Store.Get(ctx, ledger.ID{Tenant: tenant, Layer: t.layer(), Tool: tool, Key: key})
+		r, err := t.store().Get(ctx, ledger.ID{Tenant: tenant, Layer: t.layer(), Tool: tool, Key: key})
 		if errors.Is(err, ledger.ErrNotFound) || err == nil && !mine(r, tenant, session) {
 			return nil, nil
 		}
@@ -208,7 +216,7 @@ func (t *Tools) byKey(ctx context.Context, tenant, session, tool, key string) ([
 	var found []*ledger.Record
 	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Limit: ledger.MaxPageSize}
 	for seen := 0; seen < keyScanLimit; {
-		page, err := t.Store.List(ctx, f)
+		page, err := t.store().List(ctx, f)
 		if err != nil {
 			return nil, fmt.Errorf("planner: ledger_status: %w", err)
 		}
@@ -235,7 +243,7 @@ func (t *Tools) byArguments(ctx context.Context, tenant, session, tool string, a
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
 	}
-	recs, err := t.Store.FindRecent(ctx, ledger.RecentQuery{
+	recs, err := t.store().FindRecent(ctx, ledger.RecentQuery{
 		Tenant: tenant, Layer: t.layer(), Session: session, Tool: tool, Fingerprint: fp,
 	})
 	if err != nil {
@@ -270,7 +278,7 @@ func (t *Tools) List(ctx context.Context, sc Scope, in ListInput) (string, ListO
 			return "", ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
 		}
 	}
-	page, err := t.Store.List(ctx, f)
+	page, err := t.store().List(ctx, f)
 	if err != nil {
 		return "", ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
 	}

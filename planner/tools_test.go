@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
@@ -380,5 +381,30 @@ func TestScopeRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A call whose approval expired reads REJECTED to the model at once, as it
+// does to a person (ledger.AsRead), before any sweep writes it so.
+func TestStatusReadsALapsedApprovalRejected(t *testing.T) {
+	c := newClock()
+	st := openStore(t, c)
+	seed(t, st, call{tenant: "acme", session: "s1", tool: "pay", key: "q-1", args: `{"amount":5}`, state: ledger.StatePendingApproval})
+	tools := &planner.Tools{Store: st, Now: c.Now}
+	sc := planner.Scope{Tenant: "acme", Session: "s1"}
+	if _, out, err := tools.Status(context.Background(), sc, planner.StatusInput{Key: "q-1", Tool: "pay"}); err != nil || out.Call == nil || out.Call.State != string(ledger.StatePendingApproval) {
+		t.Fatalf("Status before the approval's expiry = %+v, %v; want PENDING_APPROVAL", out.Call, err)
+	}
+	c.Advance(48 * time.Hour)
+	text, out, err := tools.Status(context.Background(), sc, planner.StatusInput{Key: "q-1", Tool: "pay"})
+	if err != nil || out.Call == nil || out.Call.State != string(ledger.StateRejected) || !strings.Contains(text, "did not run") {
+		t.Errorf("Status after the approval's expiry = %q, %+v, %v; want REJECTED, did not run", text, out.Call, err)
+	}
+	_, list, err := tools.List(context.Background(), sc, planner.ListInput{})
+	if err != nil || len(list.Calls) != 1 || list.Calls[0].State != string(ledger.StateRejected) {
+		t.Errorf("List after the approval's expiry = %+v, %v; want the call REJECTED", list.Calls, err)
+	}
+	if rec, err := st.Get(context.Background(), ledger.ID{Tenant: "acme", Layer: ledger.LayerClient, Tool: "pay", Key: "q-1"}); err != nil || rec.State != ledger.StatePendingApproval {
+		t.Errorf("stored record = %v, %v; want it left PENDING_APPROVAL (reading writes nothing)", rec, err)
 	}
 }
