@@ -1,11 +1,6 @@
 package main
 
-import (
-	"os"
-	"os/user"
-	"runtime"
-	"strconv"
-)
+import "github.com/mcpledger/mcpledger/confirm"
 
 // Who a person is, as agentctl records it: the OS account this process
 // runs as, found by its uid, never by an environment variable (USER,
@@ -16,19 +11,7 @@ import (
 
 // osAccount names the OS account of this process: its login name, else
 // "uid:N" for a uid without an entry in the user database.
-func osAccount() string {
-	if runtime.GOOS == "windows" {
-		if u, err := user.Current(); err == nil && u.Username != "" {
-			return u.Username
-		}
-		return "unknown"
-	}
-	uid := strconv.Itoa(os.Getuid())
-	if u, err := user.LookupId(uid); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "uid:" + uid
-}
+func osAccount() string { return confirm.Account() }
 
 // who names the person running agentctl, for approvals, denials,
 // reconciliations and the requester of a call.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,17 +212,7 @@ func (t *Prompt) user() string {
 	if t.User != "" {
 		return t.User
 	}
-	if runtime.GOOS == "windows" {
-		if u, err := user.Current(); err == nil && u.Username != "" {
-			return u.Username
-		}
-		return "unknown"
-	}
-	uid := strconv.Itoa(os.Getuid())
-	if u, err := user.LookupId(uid); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "uid:" + uid
+	return confirm.Account()
 }
 
 func isTerminal(r io.Reader) bool {
