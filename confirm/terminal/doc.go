@@ -2,6 +2,10 @@
 // huh form (approve once, approve for this session, deny with a reason), or
 // numbered plain prompts in accessible mode.
 //
+// Importing it asks the terminal nothing: the full-screen form may query the
+// terminal (its colours, its keyboard modes) only while it is on screen, so a
+// program that shows no prompt never waits on a terminal that does not answer.
+//
 // It is apart from package confirm so that a program importing confirm,
 // client or server gets no terminal UI library; cmd/agentctl and programs
 // that want the prompt import it.

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/charmbracelet/huh"
+	"charm.land/huh/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/term"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
@@ -95,15 +96,16 @@ func (t *Prompt) Confirm(ctx context.Context, req confirm.Request) (confirm.Answ
 	case r := <-done:
 		return r.a, r.err
 	case <-ctx.Done():
-		// Closing the terminal unblocks a pending read. A caller-supplied
-		// reader stays blocked until it yields; its answer is discarded.
-		closeTTY()
+		// ask stops reading a file when ctx ends and then the terminal is
+		// closed (never while a read is in flight). A caller-supplied
+		// reader that is not a file stays blocked until it yields; its
+		// answer is discarded.
 		return confirm.Answer{}, fmt.Errorf("terminal: terminal prompt: %w", ctx.Err())
 	}
 }
 
 // open returns the input and output to use and a function that closes what
-// open opened (safe to call twice).
+// open opened.
 func (t *Prompt) open() (io.Reader, io.Writer, func(), error) {
 	if t.In != nil {
 		out := t.Out
@@ -116,8 +118,7 @@ func (t *Prompt) open() (io.Reader, io.Writer, func(), error) {
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("terminal: opening the terminal: %v: %w", err, confirm.ErrNoConfirmer)
 	}
-	var once sync.Once
-	closeTTY := func() { once.Do(func() { _ = tty.Close() }) }
+	closeTTY := func() { _ = tty.Close() } // the prompt is over; nothing to do if closing failed
 	var out io.Writer = tty
 	if t.Out != nil {
 		out = t.Out
@@ -128,6 +129,16 @@ func (t *Prompt) open() (io.Reader, io.Writer, func(), error) {
 func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confirm.Request) (confirm.Answer, error) {
 	accessible := t.Accessible || !isTerminal(in)
 	var lines *lineReader
+	if f, ok := in.(*os.File); ok && accessible {
+		// Plain prompts do not watch ctx; the file's reads end with it.
+		src, err := newTTYInput(f)
+		if err != nil {
+			return confirm.Answer{}, fmt.Errorf("terminal: reading %s: %w", f.Name(), err)
+		}
+		defer src.close()
+		defer context.AfterFunc(ctx, src.stop)()
+		in = src
+	}
 	if accessible {
 		// huh's accessible prompts wrap the reader in a fresh bufio.Scanner
 		// per field; feeding them one line per Read keeps a second field's
@@ -197,13 +208,44 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 }
 
 func (t *Prompt) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
-	f = f.WithInput(in).WithOutput(out).WithAccessible(accessible).WithShowHelp(!accessible)
-	err := f.RunWithContext(ctx)
+	var err error
+	if accessible {
+		// huh v2 styles even its plain prompts; the writer keeps the
+		// colours a terminal can show and drops them for a pipe or a file
+		// (and under NO_COLOR).
+		out = colorprofile.NewWriter(out, os.Environ())
+		err = f.WithInput(in).WithOutput(out).WithAccessible(true).WithShowHelp(false).RunWithContext(ctx)
+	} else {
+		err = runFullScreen(ctx, f, in.(*os.File), out)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("terminal: terminal prompt: %w", ctx.Err())
 	}
 	if err != nil && !errors.Is(err, huh.ErrUserAborted) {
 		return fmt.Errorf("terminal: terminal prompt: %w", err)
+	}
+	return err
+}
+
+// runFullScreen runs f on the terminal tty. The form reads through a
+// ttyInput that is closed before runFullScreen returns, so no reader of this
+// form is left to take the next form's keys or to race with closing tty.
+// The form gets a plain reader, not the terminal, so the raw mode it needs
+// is set here.
+func runFullScreen(ctx context.Context, f *huh.Form, tty *os.File, out io.Writer) error {
+	src, err := newTTYInput(tty)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", tty.Name(), err)
+	}
+	defer src.close()
+	state, err := term.MakeRaw(tty.Fd())
+	if err != nil {
+		return fmt.Errorf("putting %s in raw mode: %w", tty.Name(), err)
+	}
+	err = f.WithInput(src).WithOutput(out).WithShowHelp(true).RunWithContext(ctx)
+	src.close() // returns once bubbletea's reader has let go; then the mode goes back
+	if rerr := term.Restore(tty.Fd(), state); rerr != nil && err == nil {
+		return fmt.Errorf("restoring %s after the form: %w", tty.Name(), rerr)
 	}
 	return err
 }
@@ -221,7 +263,7 @@ func isTerminal(r io.Reader) bool {
 }
 
 // lineReader hands out at most one line per Read. When its input ends it
-// notes that and serves a few empty lines: huh v1.0.0's accessible select
+// notes that and serves a few empty lines: huh v2's accessible select
 // indexes its options with the last line it read when the input ends, which
 // after an out-of-range line would panic; an empty line selects the default
 // (Deny) instead, and Confirm reports confirm.ErrNoAnswer because the input ended.

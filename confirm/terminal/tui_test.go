@@ -4,6 +4,7 @@ package terminal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -76,10 +77,23 @@ func watch(f *os.File) *screen {
 
 func (s *screen) waitFor(t *testing.T, want string) {
 	t.Helper()
+	s.waitForSince(t, 0, want)
+}
+
+// mark is how much the screen holds now, for waitForSince.
+func (s *screen) mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.Len()
+}
+
+// waitForSince waits for want drawn after mark.
+func (s *screen) waitForSince(t *testing.T, mark int, want string) {
+	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
 		s.mu.Lock()
-		seen := strings.Contains(s.text.String(), want)
+		seen := strings.Contains(s.text.String()[mark:], want)
 		s.mu.Unlock()
 		if seen {
 			return
@@ -135,5 +149,162 @@ func TestTerminalFullScreen(t *testing.T) {
 			scr.waitFor(t, "order-42") // the summary was on screen
 			scr.waitFor(t, tc.said)
 		})
+	}
+}
+
+// confirmAsync runs p.Confirm in a goroutine and returns its outcome.
+func confirmAsync(ctx context.Context, p *Prompt) <-chan confirmResult {
+	done := make(chan confirmResult, 1)
+	go func() {
+		a, err := p.Confirm(ctx, sampleRequest())
+		done <- confirmResult{a, err}
+	}()
+	return done
+}
+
+type confirmResult struct {
+	a   confirm.Answer
+	err error
+}
+
+// Prompts in a row on one terminal: each form gets every key typed while
+// it is on screen, none is left to a reader of an earlier form, and the
+// terminal is back in the mode it was in (cooked, echoing) afterwards.
+func TestTerminalFullScreenInARow(t *testing.T) {
+	master, slave := openPTY(t)
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr := watch(master)
+	p := &Prompt{In: slave, Out: slave, User: "carol"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	steps := []struct {
+		keys [][2]string
+		want confirm.Answer
+		said string
+	}{
+		{[][2]string{{"Approve once", "\r"}},
+			confirm.Answer{Decision: ledger.DecisionApproved, By: "carol", Via: "terminal"}, "Approved once: create_payment"},
+		{[][2]string{{"Approve once", "\x1b[B\x1b[B\r"}, {"Reason for denying", "wrong card\r"}},
+			confirm.Answer{Decision: ledger.DecisionDenied, By: "carol", Via: "terminal", Reason: "wrong card"}, "Denied: create_payment"},
+		{[][2]string{{"Approve once", "\x1b[B\r"}},
+			confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "carol", Via: "terminal"}, "Approved for this session: create_payment"},
+		{[][2]string{{"Approve once", "\r"}},
+			confirm.Answer{Decision: ledger.DecisionApproved, By: "carol", Via: "terminal"}, "Approved once: create_payment"},
+	}
+	for i, st := range steps {
+		mark := scr.mark()
+		done := confirmAsync(ctx, p)
+		for _, k := range st.keys {
+			scr.waitForSince(t, mark, k[0])
+			mark = scr.mark()
+			if _, err := master.WriteString(k[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := <-done
+		if r.err != nil || r.a != st.want {
+			t.Fatalf("prompt %d in a row = %+v, %v; want %+v", i+1, r.a, r.err, st.want)
+		}
+		scr.waitForSince(t, mark, st.said)
+	}
+	after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
+		t.Errorf("terminal modes after the prompts = lflag %#x iflag %#x oflag %#x; want them as before: %#x %#x %#x",
+			after.Lflag, after.Iflag, after.Oflag, before.Lflag, before.Iflag, before.Oflag)
+	}
+}
+
+// Ctrl-C on the form is no answer, not a denial, and the terminal is the
+// next prompt's.
+func TestTerminalFullScreenCtrlC(t *testing.T) {
+	master, slave := openPTY(t)
+	scr := watch(master)
+	p := &Prompt{In: slave, Out: slave, User: "carol"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := confirmAsync(ctx, p)
+	scr.waitFor(t, "Approve once")
+	if _, err := master.WriteString("\x03"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; !errors.Is(r.err, confirm.ErrAborted) {
+		t.Fatalf("Confirm after Ctrl-C = %+v, %v; want confirm.ErrAborted", r.a, r.err)
+	}
+	mark := scr.mark()
+	done = confirmAsync(ctx, p)
+	scr.waitForSince(t, mark, "Approve once")
+	if _, err := master.WriteString("\r"); err != nil {
+		t.Fatal(err)
+	}
+	want := confirm.Answer{Decision: ledger.DecisionApproved, By: "carol", Via: "terminal"}
+	if r := <-done; r.err != nil || r.a != want {
+		t.Errorf("Confirm after an aborted one = %+v, %v; want %+v", r.a, r.err, want)
+	}
+}
+
+// A prompt whose context ends while its form is on screen lets go of the
+// terminal: the next prompt on the same terminal gets the keys.
+func TestTerminalFullScreenCancelThenAsk(t *testing.T) {
+	master, slave := openPTY(t)
+	scr := watch(master)
+	p := &Prompt{In: slave, Out: slave, User: "carol"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := confirmAsync(ctx, p)
+	scr.waitFor(t, "Approve once")
+	cancel()
+	if r := <-done; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Confirm after its context ended = %+v, %v; want context.Canceled", r.a, r.err)
+	}
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	mark := scr.mark()
+	done = confirmAsync(ctx2, p)
+	scr.waitForSince(t, mark, "Approve once")
+	if _, err := master.WriteString("\x1b[B\r"); err != nil {
+		t.Fatal(err)
+	}
+	want := confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "carol", Via: "terminal"}
+	if r := <-done; r.err != nil || r.a != want {
+		t.Errorf("Confirm after a cancelled one = %+v, %v; want %+v", r.a, r.err, want)
+	}
+}
+
+// Plain prompts on a terminal file end with their context too, and the
+// next prompt reads the line typed for it.
+func TestTerminalAccessibleOnTTYCancel(t *testing.T) {
+	master, slave := openPTY(t)
+	scr := watch(master)
+	p := &Prompt{In: slave, Out: slave, Accessible: true, User: "dave"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := confirmAsync(ctx, p)
+	scr.waitFor(t, "Enter a number between 1 and 3")
+	cancel()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Confirm after its context ended = %+v, %v; want context.Canceled", r.a, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a plain prompt on a terminal did not return after its context ended")
+	}
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	mark := scr.mark()
+	done = confirmAsync(ctx2, p)
+	scr.waitForSince(t, mark, "Enter a number between 1 and 3")
+	if _, err := master.WriteString("2\n"); err != nil {
+		t.Fatal(err)
+	}
+	want := confirm.Answer{Decision: ledger.DecisionApprovedSession, By: "dave", Via: "terminal"}
+	if r := <-done; r.err != nil || r.a != want {
+		t.Errorf("Confirm after a cancelled one = %+v, %v; want %+v", r.a, r.err, want)
 	}
 }

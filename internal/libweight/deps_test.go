@@ -17,6 +17,7 @@ var libraryPackages = []string{
 // heavy are import path fragments no library package may depend on.
 var heavy = []string{
 	"github.com/charmbracelet/",
+	"charm.land/",
 	"bubbletea",
 	"prometheus",
 	"go.opentelemetry.io/otel/sdk",

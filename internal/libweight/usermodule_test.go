@@ -25,6 +25,7 @@ const (
 // graph or go.sum of a program that imports a library package.
 var neverInUserModule = []string{
 	"github.com/charmbracelet/",
+	"charm.land/",
 	"github.com/chromedp/",
 	"github.com/creack/pty",
 	"github.com/spf13/cobra",
