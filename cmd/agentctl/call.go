@@ -187,6 +187,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		Logger:     a.logger(),
 		Requester:  a.who(),
 		Durability: durability,
+		Peer:       f.up.peer(),
 		Retry: &retry.Policy{MaxAttempts: maxAttempts, OnRetry: func(err error, next time.Duration, attempt int) {
 			a.status.retrying(toolName, attempt, maxAttempts, next, retryWhy(err))
 		}},

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/internal/proxy"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 func init() { register(newProxyCmd) }
@@ -110,7 +111,10 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		defer func() { _ = ln.Close() }()
 	}
 	// The requester of the calls is the OS account the proxy runs as.
-	copts := &client.Options{Durability: durability, Requester: a.who()}
+	copts := &client.Options{Durability: durability, Requester: a.who(), Peer: telemetry.PeerOfStdio()}
+	if f.url != "" {
+		copts.Peer = telemetry.PeerOfURL(f.url)
+	}
 	if f.metricsAddr != "" {
 		prom, err := a.startMetrics(ctx, f.metricsAddr)
 		if err != nil {
