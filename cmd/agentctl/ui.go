@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpledger/mcpledger/internal/console"
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/console"
 )
 
 func init() { register(newUICmd) }

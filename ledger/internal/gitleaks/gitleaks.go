@@ -15,7 +15,7 @@
 // none of, were left out by gen.
 package gitleaks
 
-//go:generate go run -C gen . -in ../gitleaks.toml -license ../LICENSE -out ../rules.json
+//go:generate env GOWORK=off go run -C gen . -in ../gitleaks.toml -license ../LICENSE -out ../rules.json
 
 import (
 	_ "embed"

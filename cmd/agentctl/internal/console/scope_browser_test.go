@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
-	"github.com/mcpledger/mcpledger/internal/console"
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/console"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mcpledger/mcpledger/internal/console"
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/console"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 

@@ -1,4 +1,4 @@
-package caller_test
+package parity_test
 
 import (
 	"context"

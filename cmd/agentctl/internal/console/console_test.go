@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/console"
 	"github.com/mcpledger/mcpledger/confirm"
-	"github.com/mcpledger/mcpledger/internal/console"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"

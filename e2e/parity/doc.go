@@ -1,0 +1,6 @@
+// Package parity holds the tests that run one table of scenarios, and a
+// record in each of the eight states, through every adapter of the one
+// caller: package client's wrapper and middleware on go-sdk, package mcpgo
+// on mcp-go, and the proxy. They live in the e2e module because they need
+// mcp-go, which the library's own module does not require.
+package parity
