@@ -98,6 +98,11 @@ type Options struct {
 	// also leaves an event there, written in the background.
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+	// Peer is where the server is, for those spans and metrics
+	// (network.transport, server.address, server.port): a session hides
+	// its transport, so whoever opens it says (telemetry.PeerOfURL,
+	// telemetry.PeerOfStdio). The zero value reports none.
+	Peer telemetry.Peer
 }
 
 // Request is one tools/call as an adapter hands it over: the tool, its

@@ -21,6 +21,7 @@ func newTelemetry(store ledger.Store, o Options, log *slog.Logger) *telemetry.Te
 		TracerProvider: o.TracerProvider,
 		Logger:         log,
 		Now:            o.Now,
+		Peer:           o.Peer,
 	}
 	if el, ok := store.(ledger.EventLog); ok {
 		to.Events = el

@@ -97,7 +97,7 @@ func migrate(ctx context.Context, db *sql.DB, dialect, what string, stmts []stri
 	}
 	defer func() {
 		if err != nil {
-			tx.Rollback()
+			_ = tx.Rollback() // the error returned says why
 		}
 	}()
 	for _, s := range stmts {

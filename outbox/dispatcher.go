@@ -138,7 +138,9 @@ func (d *Dispatcher) claim(ctx context.Context) ([]Event, []time.Time, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	defer rows.Close()
+	// On the error paths; the end below checks its own Close: the claim
+	// is a writing statement (UPDATE ... RETURNING).
+	defer func() { _ = rows.Close() }()
 	var events []Event
 	var leases []time.Time
 	for rows.Next() {
@@ -152,6 +154,9 @@ func (d *Dispatcher) claim(ctx context.Context) ([]Event, []time.Time, error) {
 		leases = append(leases, time.Unix(0, until))
 	}
 	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	if err := rows.Close(); err != nil {
 		return nil, nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	return events, leases, nil

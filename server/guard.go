@@ -100,6 +100,7 @@ func (g *Guard) callTool(ctx context.Context, next mcp.MethodHandler, req *mcp.C
 	}
 	ctx, tc := g.tel.Start(telemetry.Extract(ctx, req.Params.Meta), req.Params.Name)
 	tc.SetSession(sessionOf(req))
+	tc.SetPeer(peerOf(req))
 	c, err := g.prepare(ctx, req, tool, pol)
 	var res mcp.Result
 	if err == nil {

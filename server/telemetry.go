@@ -95,6 +95,16 @@ func result(tc *telemetry.Call, c *call, res mcp.Result, err error) telemetry.Re
 	return r
 }
 
+// peerOf is the network.transport of a request where the request says:
+// one that came over HTTP carries its headers. Over stdio and in-memory
+// transports alike it carries nothing, so it reports nothing.
+func peerOf(req *mcp.CallToolRequest) telemetry.Peer {
+	if req.Extra != nil && req.Extra.Header != nil {
+		return telemetry.Peer{Transport: telemetry.TransportTCP}
+	}
+	return telemetry.Peer{}
+}
+
 // sessionOf is what telemetry reports of the session a request came
 // through: its id and the negotiated protocol version.
 func sessionOf(req *mcp.CallToolRequest) (id, protocolVersion string) {

@@ -3,12 +3,13 @@ package telemetry
 import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// maxCachedTools bounds the per-tool (and protocol version) cache; calls
+// maxCachedTools bounds the per-tool (protocol version and peer) cache; calls
 // of tools past it build their attribute sets each time.
 const maxCachedTools = 1024
 
@@ -37,7 +38,10 @@ type toolAttrs struct {
 }
 
 // attrsKey names a cached toolAttrs.
-type attrsKey struct{ tool, protocol string }
+type attrsKey struct {
+	tool, protocol string
+	peer           Peer
+}
 
 func (t *Telemetry) newToolAttrs(k attrsKey) *toolAttrs {
 	toolKV := AttrTool.String(k.tool)
@@ -46,9 +50,10 @@ func (t *Telemetry) newToolAttrs(k attrsKey) *toolAttrs {
 		kind = trace.SpanKindServer
 	}
 	a := &toolAttrs{
-		spanName: "tools/call " + k.tool,
+		// The conventions' span name: "{mcp.method.name} {target}".
+		spanName: string(mcpconv.MethodNameToolsCall) + " " + k.tool,
 		spanStart: []trace.SpanStartOption{trace.WithSpanKind(kind),
-			trace.WithAttributes(methodKV, operationKV, toolKV, t.sideKV)},
+			trace.WithAttributes(append([]attribute.KeyValue{methodKV, operationKV, toolKV, t.sideKV}, k.peer.attrs(t.side)...)...)},
 		base:  metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV)),
 		calls: make(map[ledger.Outcome]metric.MeasurementOption, len(outcomes)),
 		dups:  make(map[ledger.Outcome]metric.MeasurementOption, 3),
@@ -60,7 +65,7 @@ func (t *Telemetry) newToolAttrs(k attrsKey) *toolAttrs {
 		outKV := AttrOutcome.String(string(o))
 		a.calls[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, outKV))
 		a.exec[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, outKV))
-		a.ops[o] = metric.WithAttributeSet(attribute.NewSet(operationAttrs(k, o)...))
+		a.ops[o] = metric.WithAttributeSet(attribute.NewSet(t.operationAttrs(k, o)...))
 	}
 	for _, o := range []ledger.Outcome{ledger.OutcomeReplayed, ledger.OutcomeInProgress, ledger.OutcomeUnknown} {
 		a.dups[o] = metric.WithAttributeSet(attribute.NewSet(toolKV, t.sideKV, AttrReason.String(string(o))))
@@ -73,8 +78,9 @@ func (t *Telemetry) newToolAttrs(k attrsKey) *toolAttrs {
 
 // operationAttrs are the attributes of an operation duration: those of
 // the MCP semantic conventions, and the outcome.
-func operationAttrs(k attrsKey, o ledger.Outcome) []attribute.KeyValue {
+func (t *Telemetry) operationAttrs(k attrsKey, o ledger.Outcome) []attribute.KeyValue {
 	kvs := []attribute.KeyValue{methodKV, operationKV, AttrTool.String(k.tool), AttrOutcome.String(string(o))}
+	kvs = append(kvs, k.peer.attrs(t.side)...)
 	if k.protocol != "" {
 		kvs = append(kvs, AttrProtocolVersion.String(k.protocol))
 	}
@@ -84,25 +90,28 @@ func operationAttrs(k attrsKey, o ledger.Outcome) []attribute.KeyValue {
 	return kvs
 }
 
+// errorTypeTool is the error.type the MCP semantic conventions give a
+// tool that said no (isError). Their text names it, but v1.41.0's mcpconv
+// has no constant for it, as it has for "_OTHER".
+const errorTypeTool = "tool_error"
+
 // errorType is the error.type of an outcome, empty when the call got the
-// tool's answer. The MCP semantic conventions name a tool that said no
-// (isError) "tool_error"; the other failures are named by their outcome.
+// tool's answer. The other failures are named by their outcome.
 func errorType(o ledger.Outcome) string {
 	switch o {
 	case ledger.OutcomeSucceeded, ledger.OutcomeReplayed:
 		return ""
 	case ledger.OutcomeFailed:
-		return "tool_error"
+		return errorTypeTool
 	case ledger.OutcomeError:
-		return "_OTHER"
+		return string(mcpconv.ErrorTypeOther)
 	}
 	return string(o)
 }
 
-// attrs returns the cached attribute sets of tool, with protocol as the
-// negotiated protocol version (empty when unknown).
-func (t *Telemetry) attrs(tool, protocol string) *toolAttrs {
-	k := attrsKey{tool, protocol}
+// attrs returns the cached attribute sets of a tool, with the negotiated
+// protocol version (empty when unknown) and the peer of k.
+func (t *Telemetry) attrs(k attrsKey) *toolAttrs {
 	if a, ok := t.tools.Load(k); ok {
 		return a.(*toolAttrs)
 	}

@@ -35,6 +35,7 @@ type Call struct {
 	ended    atomic.Bool
 	attempts atomic.Int64
 	session  atomic.Pointer[session]
+	peer     atomic.Pointer[Peer] // SetPeer's; nil: the Telemetry's
 }
 
 // session is what SetSession recorded.
@@ -46,7 +47,7 @@ type callKey struct{}
 // on the client side, a server span on the server side, child of whatever
 // span ctx carries) and returns ctx holding both.
 func (t *Telemetry) Start(ctx context.Context, tool string) (context.Context, *Call) {
-	a := t.attrs(tool, "")
+	a := t.attrs(attrsKey{tool: tool, peer: t.peer})
 	ctx, span := t.tracer.Start(ctx, a.spanName, a.spanStart...)
 	c := &Call{t: t, span: span, tool: tool, start: t.now(), attrs: a}
 	return context.WithValue(ctx, callKey{}, c), c
@@ -107,6 +108,21 @@ func (c *Call) SetSession(id, protocolVersion string) {
 	if protocolVersion != "" {
 		c.span.SetAttributes(AttrProtocolVersion.String(protocolVersion))
 	}
+}
+
+// SetPeer records where the call went, when it is known per call (a
+// server guard serving stdio and HTTP alike) rather than for every call
+// of the Telemetry (Options.Peer): on the span now, on the operation
+// duration at End.
+func (c *Call) SetPeer(p Peer) {
+	if c == nil || p == (Peer{}) {
+		return
+	}
+	if old := c.peer.Load(); old != nil && *old == p {
+		return
+	}
+	c.peer.Store(&p)
+	c.span.SetAttributes(p.attrs(c.t.side)...)
 }
 
 // SetAttempts records how many requests the call sent.
@@ -175,10 +191,15 @@ func (c *Call) End(ctx context.Context, r Result) {
 	if c.bypass.Load() {
 		return
 	}
-	a, key := c.attrs, attrsKey{tool: c.tool}
-	if s := c.session.Load(); s != nil && s.protocol != "" {
+	a, key := c.attrs, attrsKey{tool: c.tool, peer: t.peer}
+	if p := c.peer.Load(); p != nil {
+		key.peer = *p
+	}
+	if s := c.session.Load(); s != nil {
 		key.protocol = s.protocol
-		a = t.attrs(c.tool, s.protocol)
+	}
+	if key.protocol != "" || key.peer != t.peer {
+		a = t.attrs(key)
 	}
 	toolKV := AttrTool.String(c.tool)
 	// Ran: the call executed the tool rather than answering from the
@@ -191,10 +212,10 @@ func (c *Call) End(ctx context.Context, r Result) {
 	// client, only calls that sent one (a replay from the client's own
 	// ledger made no MCP request).
 	if t.side == ledger.SideServer || attempts > 0 {
-		ops := option(a.ops, r.Outcome, operationAttrs(key, r.Outcome)...)
+		ops := option(a.ops, r.Outcome, t.operationAttrs(key, r.Outcome)...)
 		if r.ResponseCode != 0 {
 			// Rare (the peer refused), so its set is built here.
-			ops = metric.WithAttributes(append(operationAttrs(key, r.Outcome),
+			ops = metric.WithAttributes(append(t.operationAttrs(key, r.Outcome),
 				AttrResponseStatusCode.String(strconv.FormatInt(r.ResponseCode, 10)))...)
 		}
 		t.operationDuration.Record(ctx, elapsed.Seconds(), ops)

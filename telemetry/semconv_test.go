@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,11 @@ func TestSemanticConventionNames(t *testing.T) {
 		{string(telemetry.AttrSessionID), string(semconv.McpSessionIDKey)},
 		{string(telemetry.AttrProtocolVersion), string(semconv.McpProtocolVersionKey)},
 		{string(telemetry.AttrErrorType), string(semconv.ErrorTypeKey)},
+		{string(telemetry.AttrNetworkTransport), string(semconv.NetworkTransportKey)},
+		{string(telemetry.AttrServerAddress), string(semconv.ServerAddressKey)},
+		{string(telemetry.AttrServerPort), string(semconv.ServerPortKey)},
+		{telemetry.TransportPipe, semconv.NetworkTransportPipe.Value.AsString()},
+		{telemetry.TransportTCP, semconv.NetworkTransportTCP.Value.AsString()},
 	} {
 		if c.got != c.want {
 			t.Errorf("name %q; want the convention's %q", c.got, c.want)
@@ -174,6 +181,96 @@ func TestSessionIDOverHTTP(t *testing.T) {
 		if got := attr(s, telemetry.AttrSessionID); got != session.ID() {
 			t.Errorf("%v span mcp.session.id = %q; want the session's %q", kind, got, session.ID())
 		}
+	}
+}
+
+// TestPeerOverHTTP calls through real streamable HTTP on 127.0.0.1: the
+// client's span and operation duration carry network.transport=tcp and the
+// server's address and port, as its Options.Peer says; the server's carry
+// network.transport=tcp, which the request's HTTP headers show, and no
+// server address (the conventions have none on that side).
+func TestPeerOverHTTP(t *testing.T) {
+	r := newRig(t, nil)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv }, nil))
+	t.Cleanup(hs.Close)
+	ctx := context.Background()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	if err != nil {
+		t.Fatalf("Connect(%s) = %v", hs.URL, err)
+	}
+	t.Cleanup(func() { _ = session.Close() })
+	peer := telemetry.PeerOfURL(hs.URL)
+	u, err := url.Parse(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peer.Transport != "tcp" || peer.Address != "127.0.0.1" || strconv.Itoa(peer.Port) != u.Port() {
+		t.Fatalf("PeerOfURL(%s) = %+v; want tcp, 127.0.0.1 and port %s", hs.URL, peer, u.Port())
+	}
+	c := client.New(session, openStore(t, nil), &client.Options{
+		Tenant:         tenant,
+		Policy:         &confirm.Policy{Rules: []confirm.Rule{{Tool: "*", Action: confirm.Allow}}},
+		MeterProvider:  r.mp,
+		TracerProvider: r.tp,
+		Peer:           peer,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	mustCall(t, c, keyed(), 5)
+
+	clientWant := []string{"network.transport=tcp", "server.address=127.0.0.1", "server.port=" + u.Port()}
+	serverWant := []string{"network.transport=tcp", "server.address=", "server.port="}
+	if got := r.total(telemetry.MetricClientOperationDuration, clientWant...); got != 1 {
+		t.Errorf("%s%v = %v points; want 1", telemetry.MetricClientOperationDuration, clientWant, got)
+	}
+	if got := r.total(telemetry.MetricServerOperationDuration, serverWant...); got != 1 {
+		t.Errorf("%s%v = %v points; want 1", telemetry.MetricServerOperationDuration, serverWant, got)
+	}
+	for kind, want := range map[trace.SpanKind][]string{trace.SpanKindClient: clientWant, trace.SpanKindServer: serverWant} {
+		s := onlySpan(t, r.spans.Ended(), kind)
+		for _, kv := range want {
+			k, v, _ := strings.Cut(kv, "=")
+			if got := attr(s, attribute.Key(k)); got != v {
+				t.Errorf("%v span %s = %q; want %q", kind, k, got, v)
+			}
+		}
+	}
+}
+
+// TestNoPeerInMemory: over in-memory transports, with no Options.Peer,
+// neither side claims a transport or an address.
+func TestNoPeerInMemory(t *testing.T) {
+	r := newRig(t, nil)
+	mustCall(t, r.client, keyed(), 5)
+	none := []string{"network.transport=", "server.address=", "server.port="}
+	for _, name := range []string{telemetry.MetricClientOperationDuration, telemetry.MetricServerOperationDuration} {
+		if got, all := r.total(name, none...), r.total(name); got != 1 || all != 1 {
+			t.Errorf("%s%v = %v of %v points; want 1 of 1", name, none, got, all)
+		}
+	}
+	for _, s := range r.spans.Ended() {
+		if got := attr(s, telemetry.AttrNetworkTransport); got != "" {
+			t.Errorf("%v span network.transport = %q; want none", s.SpanKind(), got)
+		}
+	}
+}
+
+// TestPeerOfURL: the port the URL names, else its scheme's.
+func TestPeerOfURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want telemetry.Peer
+	}{
+		{"http://127.0.0.1:8080/mcp", telemetry.Peer{Transport: "tcp", Address: "127.0.0.1", Port: 8080}},
+		{"https://mcp.example.com/mcp", telemetry.Peer{Transport: "tcp", Address: "mcp.example.com", Port: 443}},
+		{"http://[::1]/mcp", telemetry.Peer{Transport: "tcp", Address: "::1", Port: 80}},
+		{"::not a url", telemetry.Peer{Transport: "tcp"}},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			if got := telemetry.PeerOfURL(tc.url); got != tc.want {
+				t.Errorf("PeerOfURL(%q) = %+v; want %+v", tc.url, got, tc.want)
+			}
+		})
 	}
 }
 

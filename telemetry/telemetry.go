@@ -60,7 +60,8 @@ const (
 	// AttrProtocolVersion is mcp.protocol.version, the negotiated one.
 	AttrProtocolVersion = semconv.McpProtocolVersionKey
 	// AttrErrorType is error.type: "tool_error" for a tool that said no
-	// (isError), else the outcome ("_OTHER" for error); absent on success.
+	// (isError), else the outcome (mcpconv.ErrorTypeOther, "_OTHER", for
+	// error); absent on success.
 	AttrErrorType = semconv.ErrorTypeKey
 	// AttrResponseStatusCode is the JSON-RPC error code a peer answered
 	// with, on the operation duration and the span.
@@ -116,6 +117,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of events and latencies (time.Now when nil).
 	Now func() time.Time
+	// Peer is where the calls go (network.transport, server.address and
+	// server.port on their spans and operation durations); a Call's
+	// SetPeer overrides it. The zero value emits none.
+	Peer Peer
 	// Unknown, when set, feeds the mcpledger.records.unknown.open gauge:
 	// it is asked for its count each time the metrics are collected.
 	Unknown UnknownCounter
@@ -137,6 +142,7 @@ type Telemetry struct {
 	log     *slog.Logger
 	now     func() time.Time
 	events  *eventWriter // nil: no event log
+	peer    Peer         // Options.Peer
 	dropped metric.Int64Counter
 
 	// tools caches *toolAttrs by tool name; toolCount bounds it.
@@ -201,6 +207,7 @@ func New(side ledger.Side, opts *Options) *Telemetry {
 		tracer: o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(SchemaURL)),
 		log:    o.Logger,
 		now:    o.Now,
+		peer:   o.Peer,
 	}
 	t.calls = counter(m, MetricCalls, "{call}", "Tool calls through the ledger, by how they ended (outcome).")
 	t.duplicateHits = counter(m, MetricDuplicateHits, "{call}", "Calls answered by replaying an earlier execution's stored result.")

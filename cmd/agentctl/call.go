@@ -187,6 +187,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 		Logger:     a.logger(),
 		Requester:  a.who(),
 		Durability: durability,
+		Peer:       f.up.peer(),
 		Retry: &retry.Policy{MaxAttempts: maxAttempts, OnRetry: func(err error, next time.Duration, attempt int) {
 			a.status.retrying(toolName, attempt, maxAttempts, next, retryWhy(err))
 		}},
@@ -194,7 +195,7 @@ func (a *app) call(ctx context.Context, f *callFlags, toolName string, words []s
 	if err != nil {
 		return fail(withCode(exitUnreachable, err))
 	}
-	defer cl.Close()
+	defer a.closeOrWarn("the MCP session", cl.Close)
 
 	a.status.set("listing the tools of %s…", f.up.label())
 	tools, err := listTools(runCtx, cl.Session())
@@ -332,17 +333,17 @@ func (a *app) printOutcome(tool string, out *client.Outcome) error {
 			if isTerminal(a.io.Out) {
 				text = printable(text, true)
 			}
-			fmt.Fprintln(a.io.Out, text)
+			a.println(text)
 		}
 		if out.Replayed {
 			when := "the ledger"
 			if first != nil {
 				when = first.Format(time.RFC3339)
 			}
-			fmt.Fprintf(a.io.Err, "replayed from %s: key %s, %s after %d attempt(s); nothing ran again (pass --new for a new operation)\n",
+			a.eprintf("replayed from %s: key %s, %s after %d attempt(s); nothing ran again (pass --new for a new operation)\n",
 				when, out.Key, state, attempts)
 		} else {
-			fmt.Fprintf(a.io.Err, "key %s: %s after %d attempt(s)\n", out.Key, state, attempts)
+			a.eprintf("key %s: %s after %d attempt(s)\n", out.Key, state, attempts)
 		}
 	}
 	if fail != nil {

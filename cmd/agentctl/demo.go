@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,13 +55,13 @@ func (a *app) demo(ctx context.Context, ownLedger bool) error {
 
 // runDemo runs the story with exe as the agentctl that serves payments and
 // confirmer answering the sensitive calls.
-func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer confirm.Confirmer) error {
+func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer confirm.Confirmer) (err error) {
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "agentctl-demo-")
 	if err != nil {
 		return fmt.Errorf("creating the demo folder: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer a.closeOrWarn("the demo folder "+dir, func() error { return os.RemoveAll(dir) })
 
 	var st ledger.Store
 	ledgerPath := filepath.Join(dir, "ledger.db")
@@ -70,11 +71,11 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		}
 		ledgerPath = ledger.MaskDSN(a.ledgerURL)
 	} else {
-		s, err := sqlite.Open(ctx, ledgerPath, nil)
-		if err != nil {
-			return fmt.Errorf("opening the demo ledger: %w", err)
+		s, oerr := sqlite.Open(ctx, ledgerPath, nil)
+		if oerr != nil {
+			return fmt.Errorf("opening the demo ledger: %w", oerr)
 		}
-		defer s.Close()
+		defer func() { err = errors.Join(err, s.Close()) }()
 		st = s
 	}
 
@@ -86,7 +87,7 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 	if err != nil {
 		return fmt.Errorf("opening the payments database: %w", err)
 	}
-	defer bank.Close()
+	defer func() { err = errors.Join(err, bank.Close()) }()
 
 	story := a.io.Out
 	if a.json {
@@ -98,8 +99,8 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		run: run, session: "demo-" + run, confirmer: confirmer,
 	}
 	width := a.proseWidth(story)
-	fmt.Fprintln(story, wrapIndent("mcpledger demo: an agent pays through the ledger while things go wrong.", width, "", "  "))
-	fmt.Fprintln(story, wrapIndent(fmt.Sprintf("ledger %s, session %s, payments server: %s %s", ledgerPath, d.session, filepath.Base(exe), demoPaymentsCmd), width, "", "  "))
+	a.fprintf(story, "%s\n", wrapIndent("mcpledger demo: an agent pays through the ledger while things go wrong.", width, "", "  "))
+	a.fprintf(story, "%s\n", wrapIndent(fmt.Sprintf("ledger %s, session %s, payments server: %s %s", ledgerPath, d.session, filepath.Base(exe), demoPaymentsCmd), width, "", "  "))
 	for _, step := range d.steps() {
 		if err := step(); err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -50,12 +51,12 @@ func newDemoPaymentsCmd(a *app) *cobra.Command {
 	return c
 }
 
-func servePayments(ctx context.Context, a *app, cfg payments.Config, detach bool) error {
+func servePayments(ctx context.Context, a *app, cfg payments.Config, detach bool) (err error) {
 	app, err := payments.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer func() { err = errors.Join(err, app.Close()) }()
 	srv := app.Server()
 	if detach {
 		// Outermost, so the guard and the handler both run detached: the
@@ -74,7 +75,11 @@ func servePayments(ctx context.Context, a *app, cfg payments.Config, detach bool
 	go func() { runDone <- app.Run(runCtx) }()
 	defer func() {
 		stop()
-		<-runDone
+		// The dispatcher and the sweeper end with the cancellation; any
+		// other end is a failure the server's answers did not show.
+		if rerr := <-runDone; rerr != nil && !errors.Is(rerr, context.Canceled) {
+			err = errors.Join(err, fmt.Errorf("payments: outbox dispatcher: %w", rerr))
+		}
 	}()
 	t := &mcp.IOTransport{Reader: io.NopCloser(a.io.In), Writer: nopWriteCloser{a.io.Out}}
 	err = srv.Run(ctx, t)

@@ -69,14 +69,19 @@ func (d *demo) steps() []func() error {
 
 func (d *demo) heading(title string) {
 	d.step++
-	fmt.Fprintf(d.out, "\n%d. %s\n", d.step, title)
+	d.a.fprintf(d.out, "\n%d. %s\n", d.step, title)
 }
 
 // say tells one thing that happened, wrapped at word boundaries to the
 // terminal's width (80 columns when the story goes to no terminal).
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintln(d.out, wrapIndent(fmt.Sprintf(format, args...), d.a.proseWidth(d.out), "   ", "      "))
+	d.a.fprintf(d.out, "%s\n", wrapIndent(fmt.Sprintf(format, args...), d.a.proseWidth(d.out), "   ", "      "))
 }
+
+// closeStep closes a step's client. Its error is dropped: the steps kill
+// and cut their payments servers on purpose, so how a session ended says
+// nothing the story does not tell from the ledger and the bank.
+func closeStep(cl *client.Client) { _ = cl.Close() }
 
 // client connects a ledger client to a fresh payments server process.
 // Each reconnect starts another process, as a supervisor would restart a
@@ -205,7 +210,7 @@ func (d *demo) sensitive() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer closeStep(cl)
 	d.firstCall = payment(1250, "EUR", "acme")
 	why := "the policy asks"
 	if tool, err := d.tool(cl); err == nil {
@@ -232,7 +237,7 @@ func (d *demo) lostAnswer() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer closeStep(cl)
 	args := payment(2500, "EUR", "initech")
 	d.say("%s with key demo-%s-lost; the network will drop the server's answer", describe(args), d.run)
 	op, out, err := d.pay(cl, client.WithKey(d.ctx, "demo-"+d.run+"-lost"), "lost answer", args)
@@ -245,7 +250,7 @@ func (d *demo) stalled() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer closeStep(cl)
 	args := payment(3000, "EUR", "umbrella")
 	d.say("%s; the bank takes 1.5 s, the agent waits 0.5 s per attempt", describe(args))
 	op, out, err := d.pay(cl, client.WithKey(d.ctx, "demo-"+d.run+"-stall"), "stalled server", args)
@@ -258,7 +263,7 @@ func (d *demo) replanned() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer closeStep(cl)
 	d.say("%s again, no key: the model lost track of step 1", describe(d.firstCall))
 	out, err := cl.Call(d.ctx, &mcp.CallToolParams{Name: payments.ToolCreate, Arguments: d.firstCall})
 	if ce, ok := errors.AsType[*client.Error](err); ok {
@@ -288,7 +293,7 @@ func (d *demo) crash() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer closeStep(cl)
 	args := payment(4000, "EUR", "hooli")
 	key := "demo-" + d.run + "-crash"
 	d.say("%s with key %s; the server process dies right after it commits", describe(args), key)
@@ -337,7 +342,7 @@ func (d *demo) keyReused() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer closeStep(cl)
 	args := payment(9900, "EUR", "initech")
 	key := "demo-" + d.run + "-lost"
 	d.say("%s with key %s, the key of step 2", describe(args), key)

@@ -54,7 +54,7 @@ func (d *demo) summary(took time.Duration) (*demoSummary, error) {
 }
 
 func (d *demo) printTable(s *demoSummary) error {
-	fmt.Fprintln(d.out)
+	d.a.fprintf(d.out, "\n")
 	width := d.a.proseWidth(d.out)
 	// Counts and states are kept whole; a long key is what gives way.
 	t := newTable(d.out, d.a.colour(), "OPERATION", "KEY", "ATTEMPTS", "EXECUTIONS", "REPLAYS", "STATE").keep(0, 2, 3, 4, 5).fit(width)
@@ -73,10 +73,10 @@ func (d *demo) printTable(s *demoSummary) error {
 		return err
 	}
 	if reconciled {
-		fmt.Fprintln(d.out, wrapIndent("* reconciled: settled from the server's own record after the outcome was UNKNOWN", width, "", "  "))
+		d.a.fprintf(d.out, "%s\n", wrapIndent("* reconciled: settled from the server's own record after the outcome was UNKNOWN", width, "", "  "))
 	}
-	fmt.Fprintln(d.out)
-	fmt.Fprintln(d.out, wrapIndent(fmt.Sprintf("UNKNOWN found %d, reconciled %d; key reuse refused %d. %d attempts, %d payments made: one per operation. (%.1f s)",
+	d.a.fprintf(d.out, "\n")
+	d.a.fprintf(d.out, "%s\n", wrapIndent(fmt.Sprintf("UNKNOWN found %d, reconciled %d; key reuse refused %d. %d attempts, %d payments made: one per operation. (%.1f s)",
 		s.UnknownFound, s.Reconciled, s.Refused, s.Attempts, s.Executions, s.Seconds), width, "", ""))
 	if s.Executions != s.Operations {
 		return fmt.Errorf("demo: %d payments for %d operations", s.Executions, s.Operations)

@@ -280,6 +280,17 @@ type errorBody struct {
 	Exit    int    `json:"exit"`
 }
 
+// closeOrWarn runs close at the end of a command whose result is already
+// decided, and warns on stderr when it fails: what a failed close loses
+// (call events still queued, a child server's exit status) is not the
+// command's result, so the exit code stays the result's.
+func (a *app) closeOrWarn(what string, close func() error) {
+	if err := close(); err != nil {
+		a.status.clear()
+		a.eprintf("agentctl: warning: closing %s failed: %s; the command's result stands\n", what, boundLine(ledger.MaskDSN(ledger.RedactText(err.Error()))))
+	}
+}
+
 // report prints err: one bounded line on stderr, and under --json one
 // error object on stdout. It returns the exit code.
 func (a *app) report(err error) int {
@@ -297,10 +308,10 @@ func (a *app) report(err error) int {
 			body.Key, body.State = e.key, e.state
 		}
 		if jerr := a.printJSON(errorJSON{Error: body}); jerr != nil {
-			fmt.Fprintf(a.io.Err, "agentctl: writing the JSON error: %v\n", jerr)
+			a.eprintf("agentctl: writing the JSON error: %v\n", jerr)
 		}
 	}
 	a.status.clear()
-	fmt.Fprintf(a.io.Err, "agentctl: %s\n", strings.TrimPrefix(msg, "agentctl: "))
+	a.eprintf("agentctl: %s\n", strings.TrimPrefix(msg, "agentctl: "))
 	return code
 }

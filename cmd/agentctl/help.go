@@ -20,12 +20,10 @@ func (a *app) setHelp(root *cobra.Command) {
 		w := c.OutOrStdout()
 		width := a.proseWidth(w)
 		if text := strings.TrimRight(cmp.Or(c.Long, c.Short), " \n"); text != "" {
-			fmt.Fprintf(w, "%s\n\n", wrapIndent(text, width, "", ""))
+			a.fprintf(w, "%s\n\n", wrapIndent(text, width, "", ""))
 		}
 		if c.Runnable() || c.HasSubCommands() {
-			if err := writeUsage(w, c, width); err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "agentctl: writing the help failed: %v; check where stdout goes\n", err)
-			}
+			a.keepOutErr(writeUsage(w, c, width))
 		}
 	})
 	root.SetUsageFunc(func(c *cobra.Command) error {

@@ -86,12 +86,12 @@ nothing runs.`
 			ap := after.Approval
 			switch {
 			case !approve:
-				fmt.Fprintf(a.io.Out, "%s %s: %s -> %s by %s\n", after.Tool, after.Key, ledger.StatePendingApproval, after.State, ap.By)
+				a.printf("%s %s: %s -> %s by %s\n", after.Tool, after.Key, ledger.StatePendingApproval, after.State, ap.By)
 			case ap.Decision == ledger.DecisionApprovedSession:
-				fmt.Fprintf(a.io.Out, "%s %s: approved by %s until %s; the next call with this key runs it, and later calls of %s in session %s run without asking until %s\n",
+				a.printf("%s %s: approved by %s until %s; the next call with this key runs it, and later calls of %s in session %s run without asking until %s\n",
 					after.Tool, after.Key, ap.By, timeText(after.LeaseUntil), after.Tool, orDash(after.Session), timeText(ap.Expires))
 			default:
-				fmt.Fprintf(a.io.Out, "%s %s: approved by %s until %s; the next call with this key runs it\n",
+				a.printf("%s %s: approved by %s until %s; the next call with this key runs it\n",
 					after.Tool, after.Key, ap.By, timeText(after.LeaseUntil))
 			}
 			return nil

@@ -94,10 +94,10 @@ intact.`,
 				return withCode(exitUnreachable, fmt.Errorf("%w; the output is incomplete (no end line): run the export again", err))
 			}
 			if key != nil {
-				fmt.Fprintf(a.io.Err, "exported %d record(s) of tenant %s, signed by key %s; check the file with agentctl ledger export --verify FILE --pub %s.pub\n",
+				a.eprintf("exported %d record(s) of tenant %s, signed by key %s; check the file with agentctl ledger export --verify FILE --pub %s.pub\n",
 					n, a.tenant, audit.KeyID(key.Public().(ed25519.PublicKey)), sign)
 			} else {
-				fmt.Fprintf(a.io.Err, "exported %d record(s) of tenant %s, unsigned (--sign KEYFILE signs it); check the file with agentctl ledger export --verify FILE\n", n, a.tenant)
+				a.eprintf("exported %d record(s) of tenant %s, unsigned (--sign KEYFILE signs it); check the file with agentctl ledger export --verify FILE\n", n, a.tenant)
 			}
 			return nil
 		}),
@@ -125,7 +125,7 @@ func (a *app) verifyExport(path, pubPath string) error {
 	if err != nil {
 		return exitf(exitUsage, "cannot read %s: %v; pass the file agentctl ledger export wrote", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var rep audit.Report
 	if pub != nil {
 		rep, err = audit.VerifySigned(f, pub)
@@ -159,13 +159,13 @@ func (a *app) verifyExport(path, pubPath string) error {
 		return exitf(exitFailed, "%s is not intact: %v; only a signed export can be checked against --pub", path, err)
 	case a.json:
 	case out.Intact:
-		fmt.Fprintf(a.io.Out, "%s: intact: signed by key %s, the signature holds; %d record(s) of tenant %s in %d lines; end line's hash %s\n",
+		a.printf("%s: intact: signed by key %s, the signature holds; %d record(s) of tenant %s in %d lines; end line's hash %s\n",
 			path, rep.Signature.KeyID, rep.Records, rep.Header.Tenant, rep.Lines, rep.Head)
 	case rep.Signature != nil:
-		fmt.Fprintf(a.io.Out, "%s: chain consistent, signed by key %s (signature not checked: pass --pub PUBFILE); %d record(s) of tenant %s in %d lines; end line's hash %s\n",
+		a.printf("%s: chain consistent, signed by key %s (signature not checked: pass --pub PUBFILE); %d record(s) of tenant %s in %d lines; end line's hash %s\n",
 			path, rep.Signature.KeyID, rep.Records, rep.Header.Tenant, rep.Lines, rep.Head)
 	default:
-		fmt.Fprintf(a.io.Out, "%s: chain consistent, unsigned: %d record(s) of tenant %s in %d lines; end line's hash %s; anyone can edit and re-chain an unsigned export: sign exports with --sign KEYFILE, or keep this hash elsewhere\n",
+		a.printf("%s: chain consistent, unsigned: %d record(s) of tenant %s in %d lines; end line's hash %s; anyone can edit and re-chain an unsigned export: sign exports with --sign KEYFILE, or keep this hash elsewhere\n",
 			path, rep.Records, rep.Header.Tenant, rep.Lines, rep.Head)
 	}
 	return nil
@@ -190,7 +190,7 @@ holds it can sign a forged export. The files are the ones openssl genpkey
 			if a.json {
 				return a.printJSON(map[string]string{"private": args[0], "public": args[0] + ".pub", "keyId": audit.KeyID(pub)})
 			}
-			fmt.Fprintf(a.io.Out, "key %s: private key %s (keep it away from the exports), public key %s.pub\n", audit.KeyID(pub), args[0], args[0])
+			a.printf("key %s: private key %s (keep it away from the exports), public key %s.pub\n", audit.KeyID(pub), args[0], args[0])
 			return nil
 		}),
 	}

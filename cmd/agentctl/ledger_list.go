@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -58,10 +57,10 @@ func newLedgerListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if n := encryptedCount(records); n > 0 {
-				fmt.Fprintf(a.io.Err, "%d records show [encrypted] arguments or results: %s\n", n, a.whyEncrypted(c.Context(), st, records))
+				a.eprintf("%d records show [encrypted] arguments or results: %s\n", n, a.whyEncrypted(c.Context(), st, records))
 			}
 			if more {
-				fmt.Fprintf(a.io.Err, "more records: raise --limit (0 for all)\n")
+				a.eprintf("more records: raise --limit (0 for all)\n")
 			}
 			return nil
 		}),

@@ -105,18 +105,18 @@ func (a *app) purge(ctx context.Context, f *purgeFlags) error {
 		if pv.Total() == 0 {
 			return a.printPurge(pv, 0, false)
 		}
-		writePreview(a.io.Err, pv)
-		fmt.Fprintf(a.io.Err, "purge these %d records? [y/N] ", pv.Total())
+		a.eprintf("%s", previewText(pv))
+		a.eprintf("purge these %d records? [y/N] ", pv.Total())
 		answer, err := readAnswer(ctx, a.io.In)
 		if ctx.Err() != nil {
-			fmt.Fprintln(a.io.Err)
+			a.eprintln()
 			return exitf(exitInterrupted, "interrupted at the question; nothing purged; run it again to be asked again, or pass --yes")
 		}
 		if err != nil && answer == "" {
 			return exitf(exitInterrupted, "nothing purged: no answer came (stdin closed); run it again and answer y, or pass --yes")
 		}
 		if word := strings.ToLower(strings.TrimSpace(answer)); word != "y" && word != "yes" {
-			fmt.Fprintf(a.io.Err, "nothing purged: the answer was %q, not y; run it again and answer y, or pass --yes\n", shorten(strings.TrimSpace(answer), 20))
+			a.eprintf("nothing purged: the answer was %q, not y; run it again and answer y, or pass --yes\n", shorten(strings.TrimSpace(answer), 20))
 			return nil
 		}
 	}
@@ -166,25 +166,27 @@ func (a *app) printPurge(pv ledger.PurgePreview, n int, dryRun bool) error {
 	}
 	switch {
 	case dryRun && n == 0:
-		fmt.Fprintln(a.io.Out, "nothing to purge: no settled record is past its retention")
+		a.println("nothing to purge: no settled record is past its retention")
 	case dryRun:
-		writePreview(a.io.Out, pv)
-		fmt.Fprintln(a.io.Out, "nothing was deleted; run it without --dry-run to purge them")
+		a.printf("%s", previewText(pv))
+		a.println("nothing was deleted; run it without --dry-run to purge them")
 	default:
-		fmt.Fprintf(a.io.Out, "purged %d records\n", n)
+		a.printf("purged %d records\n", n)
 	}
 	return nil
 }
 
-// writePreview lists what a purge takes: how many, when they were made,
+// previewText lists what a purge takes: how many, when they were made,
 // and a line per state.
-func writePreview(w io.Writer, pv ledger.PurgePreview) {
-	fmt.Fprintf(w, "would purge %d records, created %s to %s:\n", pv.Total(), timeText(pv.Oldest), timeText(pv.Newest))
+func previewText(pv ledger.PurgePreview) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "would purge %d records, created %s to %s:\n", pv.Total(), timeText(pv.Oldest), timeText(pv.Newest))
 	for _, s := range ledger.States {
 		if n := pv.ByState[s]; n > 0 {
-			fmt.Fprintf(w, "  %-10s %6d\n", s, n)
+			fmt.Fprintf(&b, "  %-10s %6d\n", s, n)
 		}
 	}
+	return b.String()
 }
 
 // dayText writes 24h as 24h, not 24h0m0s.

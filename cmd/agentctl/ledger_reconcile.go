@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -62,7 +61,7 @@ decided (isError is set for --as failed).`,
 			if a.json {
 				return a.printJSON(done)
 			}
-			fmt.Fprintf(a.io.Out, "%s %s: %s -> %s\n", done.Tool, done.Key, ledger.StateUnknown, done.State)
+			a.printf("%s %s: %s -> %s\n", done.Tool, done.Key, ledger.StateUnknown, done.State)
 			return nil
 		}),
 	}

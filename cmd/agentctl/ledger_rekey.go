@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,7 @@ func (a *app) keep(st ledger.Store, mode access) (ledger.Store, error) {
 			return nil, errors.Join(exitf(exitUsage, "--ledger-key-file: %v", err), st.Close())
 		}
 		if info, err := os.Stat(a.ledgerKeyFile); err == nil && info.Mode().Perm()&0o077 != 0 {
-			fmt.Fprintf(a.io.Err, "agentctl: warning: the key file %s may be read by other users (mode %04o); chmod 600 it\n", a.ledgerKeyFile, info.Mode().Perm())
+			a.eprintf("agentctl: warning: the key file %s may be read by other users (mode %04o); chmod 600 it\n", a.ledgerKeyFile, info.Mode().Perm())
 		}
 		codec = keys
 	}
@@ -105,14 +104,14 @@ stored in clear.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(a.io.Out, "sealed %d of %d records with key %s (%d payloads were in clear; %d already had the key)\n",
+				a.printf("sealed %d of %d records with key %s (%d payloads were in clear; %d already had the key)\n",
 					rep.Rewritten, rep.Records, keys.CurrentKeyID(), rep.Plain, rep.Current)
 			}
 			if rep.Skipped > 0 {
 				return exitf(exitFailed, "%d records kept changing while rekey ran and are not sealed with key %s yet; run agentctl ledger rekey again", rep.Skipped, keys.CurrentKeyID())
 			}
 			if !a.json && len(keys.KeyIDs()) > 1 && rep.Records > 0 {
-				fmt.Fprintf(a.io.Out, "older keys in %s may go once every process reading this ledger has the new first key\n", a.ledgerKeyFile)
+				a.printf("older keys in %s may go once every process reading this ledger has the new first key\n", a.ledgerKeyFile)
 			}
 			return nil
 		}),

@@ -41,7 +41,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 					continue
 				}
 				if i > 0 {
-					fmt.Fprintln(a.io.Out)
+					a.println()
 				}
 				if err := a.showRecord(r); err != nil {
 					return err

@@ -18,6 +18,52 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
+// printf writes the command's output to stdout. A failed write is kept,
+// not returned: the command goes on to its end (its ledger writes stand)
+// and run reports the lost output once, in the exit code.
+func (a *app) printf(format string, args ...any) { a.fprintf(a.io.Out, format, args...) }
+
+// println is printf with fmt.Fprintln's spacing.
+func (a *app) println(args ...any) {
+	_, err := fmt.Fprintln(a.io.Out, args...)
+	a.keepOutErr(err)
+}
+
+// fprintf writes the command's output to w (stdout, or the demo's story,
+// help or a preview wherever they go) and keeps a failed write as printf
+// does.
+func (a *app) fprintf(w io.Writer, format string, args ...any) {
+	_, err := fmt.Fprintf(w, format, args...)
+	a.keepOutErr(err)
+}
+
+// keepOutErr keeps err, a failed write of the output, for run to report.
+func (a *app) keepOutErr(err error) {
+	if err == nil {
+		return
+	}
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	if a.outErr == nil {
+		a.outErr = err
+	}
+}
+
+// lostOutput is the first output write that failed, if any.
+func (a *app) lostOutput() error {
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	return a.outErr
+}
+
+// eprintf writes a note to stderr. Its error is dropped on purpose:
+// stderr is where agentctl says what failed, so a failure to write there
+// has nowhere left to go, and the command's result does not depend on it.
+func (a *app) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(a.io.Err, format, args...) }
+
+// eprintln is eprintf with fmt.Fprintln's spacing.
+func (a *app) eprintln(args ...any) { _, _ = fmt.Fprintln(a.io.Err, args...) }
+
 func isatty(fd uintptr) bool {
 	return goisatty.IsTerminal(fd) || goisatty.IsCygwinTerminal(fd)
 }
@@ -72,7 +118,7 @@ func (a *app) flushTable(t *table) error {
 	}
 	if len(gave) > 0 {
 		note := fmt.Sprintf("(%s to fit %d columns; --wide shows all, --json everything)", strings.Join(gave, ", "), t.width)
-		fmt.Fprintln(a.io.Err, wrapIndent(note, a.proseWidth(a.io.Err), "", " "))
+		a.eprintln(wrapIndent(note, a.proseWidth(a.io.Err), "", " "))
 	}
 	return nil
 }

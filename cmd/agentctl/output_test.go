@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -107,4 +109,50 @@ func TestPrintable(t *testing.T) {
 			t.Errorf("printable(%q, %v) = %q; want %q", tc.in, tc.keepLines, got, tc.want)
 		}
 	}
+}
+
+// TestLostOutput: a command whose output cannot be written (stdout closed,
+// or a full disk behind it) ends with exit 1 and says so, while a failed
+// write to stderr leaves the result's exit code alone.
+func TestLostOutput(t *testing.T) {
+	closed, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Logf("no /dev/full here (%v): only the closed file is tried", err)
+		full = nil
+	} else {
+		t.Cleanup(func() { _ = full.Close() })
+	}
+	for _, tc := range []struct {
+		name string
+		out  *os.File
+		args []string
+	}{
+		{"version to a closed file", closed, []string{"version"}},
+		{"help to a closed file", closed, []string{"ledger", "--help"}},
+		{"version to a full disk", full, []string{"version"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.out == nil {
+				t.Skip("no /dev/full")
+			}
+			var errb bytes.Buffer
+			code := run(context.Background(), tc.args, stdio{In: strings.NewReader(""), Out: tc.out, Err: &errb}, func(string) string { return "" })
+			o := outcome{code: code, stderr: errb.String()}
+			o.wantExit(t, exitFailed, "writing the output failed", "check where stdout goes")
+		})
+	}
+	t.Run("stderr closed", func(t *testing.T) {
+		var out bytes.Buffer
+		code := run(context.Background(), []string{"version"}, stdio{In: strings.NewReader(""), Out: &out, Err: closed}, func(string) string { return "" })
+		if code != exitOK || !strings.HasPrefix(out.String(), "agentctl ") {
+			t.Errorf("run(version) with stderr closed = %d, stdout %q; want %d and the version", code, out.String(), exitOK)
+		}
+	})
 }

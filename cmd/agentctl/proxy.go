@@ -18,6 +18,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/internal/proxy"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 func init() { register(newProxyCmd) }
@@ -105,10 +106,15 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		if ln, err = listenLoopback(f.listen); err != nil {
 			return err
 		}
-		defer ln.Close()
+		// On the way out of serveProxyHTTP, Shutdown has closed it
+		// already; this closes it on the error paths before that.
+		defer func() { _ = ln.Close() }()
 	}
 	// The requester of the calls is the OS account the proxy runs as.
-	copts := &client.Options{Durability: durability, Requester: a.who()}
+	copts := &client.Options{Durability: durability, Requester: a.who(), Peer: telemetry.PeerOfStdio()}
+	if f.url != "" {
+		copts.Peer = telemetry.PeerOfURL(f.url)
+	}
 	if f.metricsAddr != "" {
 		prom, err := a.startMetrics(ctx, f.metricsAddr)
 		if err != nil {
@@ -154,7 +160,7 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		// Nothing was sent to any tool: running again once it is fixed is safe.
 		return exitf(exitUnreachable, "cannot reach the MCP server %s: %v; %s", label, err, fix)
 	}
-	defer p.Close()
+	defer a.closeOrWarn("the upstream MCP server", p.Close)
 	if ln != nil {
 		return a.serveProxyHTTP(ctx, p, ln, f.session)
 	}
@@ -236,14 +242,15 @@ func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listene
 	// can finish.
 	srv.RegisterOnShutdown(func() {
 		for ss := range p.Server().Sessions() {
-			go ss.Close()
+			// Shutting down: the host's session ends either way.
+			go func() { _ = ss.Close() }()
 		}
 	})
-	fmt.Fprintf(a.io.Err, "agentctl proxy: listening on http://%s/ for %s\n", ln.Addr(), p.Upstream())
+	a.eprintf("agentctl proxy: listening on http://%s/ for %s\n", ln.Addr(), p.Upstream())
 	if session == "" {
-		fmt.Fprintf(a.io.Err, "agentctl proxy: each host session is a ledger session of its own; --session NAME makes them share one\n")
+		a.eprintf("agentctl proxy: each host session is a ledger session of its own; --session NAME makes them share one\n")
 	} else {
-		fmt.Fprintf(a.io.Err, "agentctl proxy: every host session shares the ledger session %s\n", session)
+		a.eprintf("agentctl proxy: every host session shares the ledger session %s\n", session)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -257,7 +264,7 @@ func (a *app) serveProxyHTTP(ctx context.Context, p *proxy.Proxy, ln net.Listene
 	if err := srv.Shutdown(sctx); err != nil {
 		// Asked to stop, it stops: calls still running are cut off, and
 		// the ledger keeps what is known of them.
-		fmt.Fprintf(a.io.Err, "agentctl proxy: stopped with requests still running: %v\n", err)
+		a.eprintf("agentctl proxy: stopped with requests still running: %v\n", err)
 		return srv.Close()
 	}
 	return nil

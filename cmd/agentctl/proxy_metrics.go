@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"time"
 
@@ -25,7 +24,7 @@ func (a *app) startMetrics(ctx context.Context, addr string) (*prometheus.Endpoi
 	if err != nil {
 		return nil, exitf(exitUsage, "--metrics-addr %q: %v; pick a free port", addr, err)
 	}
-	fmt.Fprintf(a.io.Err, "agentctl proxy: metrics on %s\n", prom.URL())
+	a.eprintf("agentctl proxy: metrics on %s\n", prom.URL())
 	return prom, nil
 }
 
@@ -35,6 +34,6 @@ func (a *app) stopMetrics(prom *prometheus.Endpoint) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := prom.Shutdown(ctx); err != nil {
-		fmt.Fprintf(a.io.Err, "agentctl proxy: stopping the metrics endpoint: %v\n", err)
+		a.eprintf("agentctl proxy: stopping the metrics endpoint: %v\n", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,6 +61,9 @@ type app struct {
 	busy busySpan
 
 	obs observability // logging and OpenTelemetry export (otel.go)
+
+	outMu  sync.Mutex // guards outErr
+	outErr error      // the first failed write of the command's output (printf)
 }
 
 // run executes one agentctl command line and returns the exit code.
@@ -78,6 +82,9 @@ func run(ctx context.Context, args []string, s stdio, getenv func(string) string
 		err = withCode(exitFailed, fmt.Errorf("closing the ledger: %w", cerr))
 	}
 	err = a.explainLedger(err)
+	if oerr := a.lostOutput(); err == nil && oerr != nil {
+		err = withCode(exitFailed, fmt.Errorf("writing the output failed: %w; the command itself ran: check where stdout goes (agentctl ledger show KEY prints a call's result again)", oerr))
+	}
 	if oerr := a.stopObservability(); oerr != nil {
 		// The command's own result stands; only the export failed.
 		a.logger().Error("telemetry", "err", oerr)

@@ -94,14 +94,19 @@ func (s *status) draw() {
 		text = string(r[:head]) + "…" + string(r[len(r)-tail:])
 	}
 	line := text + el
-	fmt.Fprintf(s.w, "\r\x1b[K%s", line)
+	s.write("\r\x1b[K%s", line)
 	s.shown = true
 }
+
+// write writes to the status line's stream, stderr. The error is
+// dropped: the line only shows what is being waited for, and stderr has
+// nowhere to report its own failure.
+func (s *status) write(format string, args ...any) { _, _ = fmt.Fprintf(s.w, format, args...) }
 
 // line writes one plain line. s.mu is held.
 func (s *status) line() {
 	now := s.now()
-	fmt.Fprintf(s.w, "[%5.1fs] %s\n", now.Sub(s.start).Seconds(), clip(s.text, 300))
+	s.write("[%5.1fs] %s\n", now.Sub(s.start).Seconds(), clip(s.text, 300))
 	s.printed = now
 }
 
@@ -137,7 +142,7 @@ func (s *status) clear() {
 	defer s.mu.Unlock()
 	s.text = ""
 	if s.shown {
-		fmt.Fprint(s.w, "\r\x1b[K")
+		s.write("\r\x1b[K")
 		s.shown = false
 	}
 }

@@ -33,7 +33,7 @@ func newToolsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer cs.Close()
+			defer a.closeOrWarn("the MCP session", cs.Close)
 			tools, err := listTools(c.Context(), cs)
 			if err != nil {
 				return err

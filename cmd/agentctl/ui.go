@@ -50,7 +50,9 @@ with ?token=THEIR_TOKEN.`,
 			if err != nil {
 				return err
 			}
-			defer ln.Close()
+			// Shutdown in serveConsole closes it already; this closes
+			// it on the error paths before that.
+			defer func() { _ = ln.Close() }()
 			policy, err := loadPolicy(policyPath)
 			if err != nil {
 				return err
@@ -109,11 +111,14 @@ func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Lis
 		// Live pages hold a request open: they end with ctx.
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
-	fmt.Fprintln(a.io.Out, con.URL(ln.Addr()))
+	// A script reads the URL: without it the console is of no use.
+	if _, err := fmt.Fprintln(a.io.Out, con.URL(ln.Addr())); err != nil {
+		return fmt.Errorf("printing the console's URL: %w; check where stdout goes", err)
+	}
 	if approvers > 0 {
-		fmt.Fprintf(a.io.Err, "agentctl ui: the console of tenant %s is at the URL above for %d approver(s): each opens it with ?token=THEIR_TOKEN; Ctrl-C stops it\n", a.tenant, approvers)
+		a.eprintf("agentctl ui: the console of tenant %s is at the URL above for %d approver(s): each opens it with ?token=THEIR_TOKEN; Ctrl-C stops it\n", a.tenant, approvers)
 	} else {
-		fmt.Fprintf(a.io.Err, "agentctl ui: the console of tenant %s is at the URL above (it holds the access token; decisions are recorded as %s); Ctrl-C stops it\n", a.tenant, a.who())
+		a.eprintf("agentctl ui: the console of tenant %s is at the URL above (it holds the access token; decisions are recorded as %s); Ctrl-C stops it\n", a.tenant, a.who())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

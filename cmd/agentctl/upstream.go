@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // connectTimeout bounds connecting and initializing: `go run` of a server
@@ -35,6 +37,14 @@ func (u *upstream) flags(c *cobra.Command) {
 	c.Flags().StringVar(&u.server, "server", "", "the MCP server to run over stdio, as one quoted `'CMD ARGS'`")
 	c.Flags().StringVar(&u.url, "url", "", "the MCP server's streamable HTTP endpoint `URL`")
 	c.Flags().Var(&u.headers, "header", "an HTTP header for --url, as 'Name: value'; the value may be $VAR (from the environment) or @FILE, for a token that must not stand on the command line (repeatable)")
+}
+
+// peer is where the server is, for the telemetry of the calls.
+func (u *upstream) peer() telemetry.Peer {
+	if u.url != "" {
+		return telemetry.PeerOfURL(u.url)
+	}
+	return telemetry.PeerOfStdio()
 }
 
 // check validates the flags before anything is opened or started.

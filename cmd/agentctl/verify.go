@@ -140,7 +140,7 @@ func (a *app) verify(ctx context.Context, f *verifyFlags) error {
 	}
 
 	if !a.json {
-		fmt.Fprintf(a.io.Out, "%-4s %-19s %-6s %s\n", "ID", "GUARANTEE", "RESULT", "FIGURE")
+		a.printf("%-4s %-19s %-6s %s\n", "ID", "GUARANTEE", "RESULT", "FIGURE")
 	}
 	results, err := verify.Run(ctx, t, f.only, func(r verify.Result) { a.printGuarantee(r) })
 	switch {
@@ -172,7 +172,7 @@ func (a *app) verify(ctx context.Context, f *verifyFlags) error {
 		return err
 	}
 	if !a.json {
-		fmt.Fprintf(a.io.Err, "%d guarantees hold, %d skipped\n", ran, len(results)-ran)
+		a.eprintf("%d guarantees hold, %d skipped\n", ran, len(results)-ran)
 	}
 	return nil
 }
@@ -185,9 +185,9 @@ func (a *app) printGuarantee(r verify.Result) {
 		return
 	}
 	mark := map[verify.Status]string{verify.Pass: "pass", verify.Fail: "FAIL", verify.Skip: "skip"}[r.Status]
-	fmt.Fprintf(a.io.Out, "%-4s %-19s %-6s %s\n", r.ID, r.Name, mark, r.Figure)
+	a.printf("%-4s %-19s %-6s %s\n", r.ID, r.Name, mark, r.Figure)
 	if r.Reason != "" {
-		fmt.Fprintf(a.io.Out, "%-4s %-19s %-6s ↳ %s\n", "", "", "", oneLine(r.Reason))
+		a.printf("%-4s %-19s %-6s ↳ %s\n", "", "", "", oneLine(r.Reason))
 	}
 }
 

@@ -24,7 +24,7 @@ func newVersionCmd(a *app) *cobra.Command {
 			if a.json {
 				return a.printJSON(buildVersion())
 			}
-			fmt.Fprintf(a.io.Out, "agentctl %s\n", versionText())
+			a.printf("agentctl %s\n", versionText())
 			return nil
 		}),
 	}

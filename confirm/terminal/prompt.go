@@ -186,10 +186,10 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 	}
 	switch choice {
 	case choiceOnce:
-		fmt.Fprintf(out, "Approved once: %s%s%s\n", safe(req.Tool), server, keyNote)
+		note(out, "Approved once: %s%s%s\n", safe(req.Tool), server, keyNote)
 		return confirm.Answer{Decision: ledger.DecisionApproved, By: by, Via: "terminal"}, nil
 	case choiceSession:
-		fmt.Fprintf(out, "Approved for this session: %s%s%s\n", safe(req.Tool), server, keyNote)
+		note(out, "Approved for this session: %s%s%s\n", safe(req.Tool), server, keyNote)
 		return confirm.Answer{Decision: ledger.DecisionApprovedSession, By: by, Via: "terminal"}, nil
 	}
 
@@ -203,9 +203,14 @@ func (t *Prompt) ask(ctx context.Context, in io.Reader, out io.Writer, req confi
 	if reason == "" {
 		reason = "denied at the terminal"
 	}
-	fmt.Fprintf(out, "Denied: %s%s%s: %s\n", safe(req.Tool), server, keyNote, safe(reason))
+	note(out, "Denied: %s%s%s: %s\n", safe(req.Tool), server, keyNote, safe(reason))
 	return confirm.Answer{Decision: ledger.DecisionDenied, By: by, Via: "terminal", Reason: reason}, nil
 }
+
+// note keeps the decision on screen after the form cleared itself. Its
+// error is dropped: the person answered on this terminal, and the answer
+// stands whether or not the line shows.
+func note(out io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(out, format, args...) }
 
 func (t *Prompt) run(ctx context.Context, f *huh.Form, in io.Reader, out io.Writer, accessible bool) error {
 	var err error

@@ -97,39 +97,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return pay(ctx, cfg, stdout, stderr)
 }
 
-func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
 	store, err := openLedger(ctx, cfg.ledger)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 	j, err := journal.Open(cfg.journal)
 	if err != nil {
 		return err
 	}
-	defer j.Close()
+	defer func() { err = errors.Join(err, j.Close()) }()
 
 	// A previous run of this agent may have died holding leases; the
 	// ledger sees that its owner process is gone and makes those records
 	// UNKNOWN when this run asks for their keys.
 	var pay1 func(ctx context.Context, key string) journal.Entry
 	if cfg.sdk == "mcpgo" {
-		c, err := dialMCPGo(ctx, cfg, store, stderr)
-		if err != nil {
-			return err
+		c, derr := dialMCPGo(ctx, cfg, store, stderr)
+		if derr != nil {
+			return derr
 		}
-		defer c.Close()
+		// The suite kills and cuts the servers on purpose (a stdio child
+		// may end on SIGPIPE): how the session ended is not this agent's
+		// result, its journal is.
+		defer func() { _ = c.Close() }()
 		// Package mcpgo has no Durability option: the stores take it from
 		// the context, where package client puts its own.
 		pay1 = func(ctx context.Context, key string) journal.Entry {
 			return callMCPGo(ledger.WithDurability(ctx, cfg.durability), c, key)
 		}
 	} else {
-		c, err := dialGoSDK(ctx, cfg, store, stderr)
-		if err != nil {
-			return err
+		c, derr := dialGoSDK(ctx, cfg, store, stderr)
+		if derr != nil {
+			return derr
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }() // as above
 		pay1 = func(ctx context.Context, key string) journal.Entry { return call(ctx, c, key) }
 	}
 	for _, key := range cfg.keys {
@@ -137,7 +140,9 @@ func pay(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			return err
 		}
 		// The suite times its kills from this line.
-		fmt.Fprintln(stdout, "agent: issued", key)
+		if _, err := fmt.Fprintln(stdout, "agent: issued", key); err != nil {
+			return err
+		}
 		e := pay1(ctx, key)
 		e.PID = os.Getpid()
 		if err := j.Write(e); err != nil {

@@ -62,7 +62,7 @@ type Config struct {
 
 // Run runs the tool runner to the model's last answer, every tool call
 // going through the ledger middleware on the session the runner uses.
-func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
+func Run(ctx context.Context, cfg Config) (_ *anthropic.BetaMessage, err error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 
 	// The middleware: one configuration, the same as the wrapper's.
 	opts := &client.Options{Tenant: cfg.Tenant, Session: cfg.Session, Policy: cfg.Policy, Logger: cfg.Logger}
@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
 		opts.Confirmer = confirm.Static{Answer: confirm.Answer{Decision: ledger.DecisionApproved, Reason: "claude-agent -yes"}}
 	}
 	mw := client.NewMiddleware(store, opts)
-	defer mw.Close()
+	defer func() { err = errors.Join(err, mw.Close()) }() // writes the call events still queued
 	mc := mcp.NewClient(&mcp.Implementation{Name: "claude-agent", Version: "v1"}, nil)
 	// ShowReplays first: the MCP helper hands the model a result's content
 	// only, so a replay says so in its text too.
@@ -96,14 +96,16 @@ func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claude-agent: connect to the MCP server: %w", err)
 	}
-	defer session.Close()
+	// The answers are in by then: how the server's session ended changes
+	// none of them.
+	defer func() { _ = session.Close() }()
 	// The ledger tools, in-process, as a second session beside the
 	// server's: the model asks them as it calls any tool.
 	ledgerSession, err := mw.ConnectLedger(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer ledgerSession.Close()
+	defer func() { _ = ledgerSession.Close() }() // in-process, as above
 
 	tools, err := betaTools(ctx, session)
 	if err != nil {
@@ -145,7 +147,9 @@ func Run(ctx context.Context, cfg Config) (*anthropic.BetaMessage, error) {
 			return nil, err
 		}
 		last = msg
-		say(cfg.Out, msg)
+		if err := say(cfg.Out, msg); err != nil {
+			return nil, fmt.Errorf("claude-agent: printing the transcript: %w; the ledger holds the calls made: run again with the same chain to resume", err)
+		}
 	}
 	if last == nil {
 		return nil, errors.New("claude-agent: the model sent no message")
@@ -208,13 +212,18 @@ func withoutKeyArgument(t *mcp.Tool) *mcp.Tool {
 }
 
 // say prints what the model said and which tools it called.
-func say(w io.Writer, msg *anthropic.BetaMessage) {
+func say(w io.Writer, msg *anthropic.BetaMessage) error {
 	for _, block := range msg.Content {
+		var err error
 		switch b := block.AsAny().(type) {
 		case anthropic.BetaTextBlock:
-			fmt.Fprintln(w, "claude:", b.Text)
+			_, err = fmt.Fprintln(w, "claude:", b.Text)
 		case anthropic.BetaToolUseBlock:
-			fmt.Fprintf(w, "tool: %s %s\n", b.Name, b.Input)
+			_, err = fmt.Fprintf(w, "tool: %s %s\n", b.Name, b.Input)
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
 }

@@ -105,7 +105,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Key == "" && cfg.Chain == "" {
 		cfg.Chain = "run-" + randomHex(6)
-		fmt.Fprintf(stderr, "claude-agent: chain %s (run again with -chain %s to resume it)\n", cfg.Chain, cfg.Chain)
+		// On stderr, where a failed write has nowhere left to go.
+		_, _ = fmt.Fprintf(stderr, "claude-agent: chain %s (run again with -chain %s to resume it)\n", cfg.Chain, cfg.Chain)
 	}
 	level := slog.LevelWarn
 	if *verbose {

@@ -43,7 +43,7 @@ func main() {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+func run(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg payments.Config
@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer func() { err = errors.Join(err, app.Close()) }()
 
 	switch {
 	case *count != "":
@@ -118,15 +118,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s: %s\n", rec.State, rec.Key, rec.ErrorMessage)
-		return nil
+		_, err = fmt.Fprintf(stdout, "%s %s: %s\n", rec.State, rec.Key, rec.ErrorMessage)
+		return err
 	}
 
 	runDone := make(chan error, 1)
 	go func() { runDone <- app.Run(ctx) }()
 	defer func() {
 		stop()
-		<-runDone
+		// The dispatcher and the sweeper end with the cancellation; any
+		// other end is a failure the server's answers did not show.
+		if rerr := <-runDone; rerr != nil && !errors.Is(rerr, context.Canceled) {
+			err = errors.Join(err, fmt.Errorf("payments: outbox dispatcher: %w", rerr))
+		}
 	}()
 	if *httpAddr == "" {
 		err := app.Server().Run(ctx, &mcp.StdioTransport{})
@@ -145,14 +149,18 @@ func listPayments(ctx context.Context, app *payments.App, db string, stdout io.W
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(stdout, "no payments in %s\n", db)
-		return nil
+		_, err = fmt.Fprintf(stdout, "no payments in %s\n", db)
+		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PAYMENT\tAMOUNT\tPAYEE\tCREATED\tKEY\tMEMO")
+	if _, err := fmt.Fprintln(tw, "PAYMENT\tAMOUNT\tPAYEE\tCREATED\tKEY\tMEMO"); err != nil {
+		return err
+	}
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%d.%02d %s\t%s\t%s\t%s\t%s\n", p.PaymentID, p.AmountCents/100, p.AmountCents%100, p.Currency,
-			p.Payee, p.CreatedAt, cmp.Or(p.Key, "-"), p.Memo)
+		if _, err := fmt.Fprintf(tw, "%s\t%d.%02d %s\t%s\t%s\t%s\t%s\n", p.PaymentID, p.AmountCents/100, p.AmountCents%100, p.Currency,
+			p.Payee, p.CreatedAt, cmp.Or(p.Key, "-"), p.Memo); err != nil {
+			return err
+		}
 	}
 	return tw.Flush()
 }
@@ -166,7 +174,10 @@ func serveHTTP(ctx context.Context, app *payments.App, addr string, stderr io.Wr
 	}
 	h := app.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return app.Server() }, nil))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "payments: listening on http://%s/\n", ln.Addr())
+	// Scripts and tests read the address from this line.
+	if _, err := fmt.Fprintf(stderr, "payments: listening on http://%s/\n", ln.Addr()); err != nil {
+		return errors.Join(fmt.Errorf("payments: print the address: %w", err), ln.Close())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

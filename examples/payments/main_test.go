@@ -194,6 +194,39 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 }
 
+// -list to a stdout that cannot take it (a full disk) exits 1 saying so,
+// rather than 0 with nothing printed.
+func TestListToFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	defer func() { _ = full.Close() }()
+	for _, db := range []string{"empty.db", "two.db"} {
+		t.Run(db, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), db)
+			if db == "two.db" {
+				cs, _, _ := startStdio(t, nil, "-db", path)
+				for _, key := range []string{"full-1", "full-2"} {
+					if res, err := cs.CallTool(context.Background(), payParams(key)); err != nil || res.IsError {
+						t.Fatalf("create_payment %s = %v, %+v", key, err, res)
+					}
+				}
+				if err := cs.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := command(nil, "-db", path, "-list")
+			cmd.Stdout = full
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "no space left on device") {
+				t.Fatalf("payments -list > /dev/full = %v, stderr %q; want exit 1 saying no space is left", err, stderr.String())
+			}
+		})
+	}
+}
+
 // -list prints the payments in the database, newest first, with the key
 // each was made under.
 func TestListPayments(t *testing.T) {

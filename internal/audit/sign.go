@@ -83,7 +83,7 @@ func writeNew(path string, b []byte, mode os.FileMode) error {
 		return fmt.Errorf("audit: create %s: %w", path, err)
 	}
 	if _, err := f.Write(b); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return fmt.Errorf("audit: write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {

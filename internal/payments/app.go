@@ -115,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a := &App{cfg: cfg, log: cfg.Logger}
 	defer func() {
 		if err != nil {
-			a.Close()
+			err = errors.Join(err, a.Close())
 		}
 	}()
 	if a.db, err = openSQLite(cfg.DB); err != nil {
@@ -243,7 +243,7 @@ func (a *App) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.guard.Run(ctx)
+		_ = a.guard.Run(ctx) // it ends only with ctx, and returns ctx's error
 	}()
 	err := a.disp.Run(ctx)
 	<-done

@@ -158,7 +158,7 @@ func (w *writer) commitOn(live []*job) error {
 	if err != nil {
 		return fmt.Errorf("payments: begin: %w", err)
 	}
-	defer tx.Rollback() // after Commit, a no-op
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op; on an error path the error returned says why
 	if len(live) == 1 {
 		// Alone, a payment needs no savepoint: if it fails, the
 		// transaction rolls back.

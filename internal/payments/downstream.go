@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/outbox"
@@ -36,8 +37,7 @@ func OpenDownstream(ctx context.Context, path string) (*Downstream, error) {
 		return nil, err
 	}
 	if err := outbox.MigrateInbox(ctx, db, outbox.SQLite); err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	for _, s := range []string{
 		`CREATE TABLE IF NOT EXISTS deliveries (event_id TEXT PRIMARY KEY, idempotency_key TEXT NOT NULL, n INTEGER NOT NULL)`,
@@ -47,8 +47,7 @@ func OpenDownstream(ctx context.Context, path string) (*Downstream, error) {
 		`CREATE INDEX IF NOT EXISTS deliveries_key ON deliveries (idempotency_key)`,
 	} {
 		if _, err := db.ExecContext(ctx, s); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("payments: downstream schema: %w", err)
+			return nil, errors.Join(fmt.Errorf("payments: downstream schema: %w", err), db.Close())
 		}
 	}
 	return &Downstream{db: db, inbox: outbox.Inbox{Consumer: "payments-downstream"}}, nil
@@ -67,7 +66,7 @@ func (d *Downstream) Receive(ctx context.Context, e outbox.Event) error {
 	if err != nil {
 		return fmt.Errorf("payments: downstream: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op; on an error path the error returned says why
 	if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (event_id, idempotency_key, n) VALUES ($1, $2, 1)
 		ON CONFLICT (event_id) DO UPDATE SET n = n + 1`, e.ID, ev.IdempotencyKey); err != nil {
 		return fmt.Errorf("payments: downstream: count delivery: %w", err)

@@ -78,11 +78,12 @@ func (f Faults) at(ctx context.Context, w io.Writer, point string) error {
 	}
 	switch {
 	case action == "hang":
-		fmt.Fprintln(w, ReachedLine(point))
+		// The fault acts whether or not anyone reads of it.
+		_, _ = fmt.Fprintln(w, ReachedLine(point))
 		<-ctx.Done()
 		return ctx.Err()
 	case action == "kill":
-		fmt.Fprintln(w, ReachedLine(point))
+		_, _ = fmt.Fprintln(w, ReachedLine(point))
 		// Process.Kill is SIGKILL on Unix and TerminateProcess on Windows:
 		// neither can be caught, so nothing runs after it lands.
 		self, err := os.FindProcess(os.Getpid())

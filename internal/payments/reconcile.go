@@ -59,7 +59,7 @@ func (a *App) List(ctx context.Context) ([]Listed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("payments: list: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // a read: rows.Err reports how it ended
 	var out []Listed
 	for rows.Next() {
 		var (

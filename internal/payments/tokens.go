@@ -22,7 +22,7 @@ func LoadTokens(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("payments: tokens: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	tokens := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {

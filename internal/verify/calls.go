@@ -44,7 +44,7 @@ func concurrentCallers(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer cs.Close()
+	defer closeAfterCheck(cs)
 	key := r.key("g1")
 	var (
 		fresh, ok atomic.Int64
@@ -111,7 +111,7 @@ func serverDedupe(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer cs.Close()
+	defer closeAfterCheck(cs)
 	key := r.key("g2")
 	var (
 		fresh, replayed, busy atomic.Int64
@@ -198,7 +198,7 @@ func keyReuse(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer cl.Close()
+	defer closeAfterCheck(cl)
 	key := r.key("g3")
 	if _, err := r.call(ctx, cl, key, r.copyArgs()); err != nil {
 		return fail("", "the first call failed: %v", err)
@@ -223,7 +223,7 @@ func keyReuse(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail(figure, "%v", err)
 	}
-	defer cs.Close()
+	defer closeAfterCheck(cs)
 	skey := r.key("g3s")
 	if _, err := r.direct(ctx, cs, skey, 0, r.copyArgs()); err != nil {
 		return fail(figure, "the first direct request failed: %v", err)
@@ -260,7 +260,7 @@ func replay(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer first.Close()
+	defer closeAfterCheck(first)
 	key := r.key("g4")
 	o1, err := r.call(ctx, first, key, r.copyArgs())
 	if err != nil {
@@ -271,7 +271,7 @@ func replay(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer second.Close()
+	defer closeAfterCheck(second)
 	o2, err := r.call(ctx, second, key, r.copyArgs())
 	if err != nil {
 		return fail("", "the repeat failed: %v", err)
@@ -311,7 +311,7 @@ func lostResponse(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer cl.Close()
+	defer closeAfterCheck(cl)
 	h.dropNext.Store(true)
 	key := r.key("g5")
 	o, err := r.call(ctx, cl, key, r.copyArgs())

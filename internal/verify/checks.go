@@ -21,7 +21,7 @@ func tenantsApart(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer a.Close()
+	defer closeAfterCheck(a)
 	if _, err := r.call(ctx, a, key, r.copyArgs()); err != nil {
 		return fail("", "the call in the first tenant failed: %v", err)
 	}
@@ -40,7 +40,7 @@ func tenantsApart(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer b.Close()
+	defer closeAfterCheck(b)
 	o, err := r.call(ctx, b, key, r.copyArgs())
 	if err != nil {
 		return fail("", "the call in the second tenant failed: %v", err)
@@ -219,7 +219,7 @@ func capability(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer cs.Close()
+	defer closeAfterCheck(cs)
 	key := r.key("g11")
 	_, err = r.direct(ctx, cs, key, 0, r.copyArgs())
 	if err != nil && r.keyAware {

@@ -97,7 +97,7 @@ func (r *runner) killedServer(ctx context.Context) outcome {
 	if err != nil {
 		return fail("", "%v", err)
 	}
-	defer cl.Close()
+	defer closeAfterCheck(cl)
 	h.killNext.Store(true)
 	key := r.key("g6s")
 	start := time.Now()
@@ -190,7 +190,7 @@ func leaseTakeOver(ctx context.Context, r *runner) outcome {
 	if err != nil {
 		return fail(figure, "%v", err)
 	}
-	defer cs.Close()
+	defer closeAfterCheck(cs)
 	skey := r.key("g7s")
 	if _, err := r.direct(ctx, cs, skey, 2, r.copyArgs()); err != nil {
 		return fail(figure, "the request with fence 2 failed: %v", err)

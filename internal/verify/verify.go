@@ -199,7 +199,7 @@ func newRunner(ctx context.Context, t Target) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cs.Close()
+	defer closeAfterCheck(cs)
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		if v, ok := ir.Capabilities.Experimental[wire.Capability]; ok {
 			r.keyAware = true

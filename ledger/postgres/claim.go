@@ -216,12 +216,15 @@ func (s *Store) claimOnce(ctx context.Context, req ledger.ClaimRequest, token []
 			b.Queue(claimReclaim, args...)
 			b.Queue(claimSelect, req.Tenant, req.Layer, req.Tool, req.Key)
 			br := c.SendBatch(ctx, b)
-			defer br.Close()
+			// The batch is one implicit transaction, committed at its end:
+			// Close reports whether it committed, so a won claim returns
+			// it. On the error paths the error returned says why.
+			defer func() { _ = br.Close() }()
 			for range 2 {
 				rec, _, err := scanRecord(br.QueryRow())
 				if err == nil {
 					out = ledger.Claim{Record: rec, Won: true}
-					return nil
+					return br.Close()
 				}
 				if !errors.Is(err, pgx.ErrNoRows) {
 					return err

@@ -156,7 +156,9 @@ func (l *listener) listenOnce(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	defer conn.Close(context.Background())
+	// The connection failed or ctx ended: how its close went changes
+	// nothing, the caller connects again or stops.
+	defer func() { _ = conn.Close(context.Background()) }()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
 		return false
 	}

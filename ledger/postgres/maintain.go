@@ -211,7 +211,7 @@ func (s *Store) EraseTenant(ctx context.Context, tenant string) (int, error) {
 				return err
 			}
 			// After Commit a no-op; on an error path the error returned says why.
-			defer tx.Rollback(ctx)
+			defer func() { _ = tx.Rollback(ctx) }()
 			tag, err := tx.Exec(ctx, `DELETE FROM records WHERE tenant = $1`, tenant)
 			if err != nil {
 				return err

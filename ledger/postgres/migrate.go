@@ -85,7 +85,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		// A lost connection releases the lock on its own; a failed unlock on
 		// a live one must not leave it to the next user of the connection.
 		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, lockKey); err != nil {
-			conn.Conn().Close(context.Background())
+			// Destroying it is the remedy; Release drops a closed one
+			// whatever Close said.
+			_ = conn.Conn().Close(context.Background())
 		}
 	}()
 

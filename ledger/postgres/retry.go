@@ -64,7 +64,7 @@ func (s *Store) with(ctx context.Context, f func(c *pgxpool.Conn) error) error {
 		unsent := pgconn.SafeToRetry(err)
 		// A closed connection is destroyed by Release rather than pooled.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c.Conn().Close(cctx)
+		_ = c.Conn().Close(cctx) // it is lost already: f's error is the news
 		cancel()
 		c.Release()
 		return &lostError{err: err, unsent: unsent}

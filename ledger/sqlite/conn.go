@@ -151,7 +151,8 @@ func (w *wconn) QueryRowContext(ctx context.Context, query string, args ...any) 
 	if err != nil {
 		return errRow{err}
 	}
-	defer rows.Close()
+	// Every way out below closes rows and checks it; this covers a panic.
+	defer func() { _ = rows.Close() }()
 	if !rows.Next() {
 		if err := rows.Close(); err != nil {
 			return errRow{err}

@@ -20,7 +20,7 @@ func (s *Store) getRaw(ctx context.Context, id ledger.ID) (*ledger.Record, error
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // a read: it only goes back to the pool
 	var rec *ledger.Record
 	err = conn.Raw(func(dc any) error {
 		q, err := rawConn(dc)
@@ -33,7 +33,7 @@ func (s *Store) getRaw(ctx context.Context, id ledger.ID) (*ledger.Record, error
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }() // a read: one row, taken below
 		var vals [numColumns]driver.Value
 		if err := rows.Next(vals[:]); err != nil {
 			if errors.Is(err, io.EOF) {

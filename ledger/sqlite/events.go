@@ -87,7 +87,7 @@ func (s *Store) Stats(ctx context.Context, q ledger.StatsQuery) (ledger.Stats, e
 	if err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", s.classify(err))
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only: nothing to undo
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
 	since, side := nanos(q.Since), string(q.Side)
 	err = tx.QueryRowContext(ctx, statsCounts, q.Tenant, since, side, side).Scan(&st.Calls, &st.DuplicateHits,
 		&st.KeyConflicts, &st.InProgressWaits, &st.InProgressTimeouts, &st.DownstreamDuplicates)

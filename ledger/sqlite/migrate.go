@@ -91,7 +91,7 @@ func prepareFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("sqlite: stat %s: %w", path, err)
@@ -170,7 +170,7 @@ func (s *Store) apply(ctx context.Context, m migration, known int) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate %s to %d: %w", s.path, m.version, s.classify(err))
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit; on an error path the error returned says why
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("sqlite: migrate %s to %d: %w", s.path, m.version, s.classify(err))

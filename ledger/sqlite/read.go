@@ -109,7 +109,7 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 }
 
 func scanAll(rows *sql.Rows, capHint int) ([]*ledger.Record, error) {
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // a read: rows.Err reports how it ended
 	var recs []*ledger.Record
 	if capHint > 0 {
 		recs = make([]*ledger.Record, 0, capHint)

@@ -95,7 +95,7 @@ func checkHeader(path string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	head := make([]byte, len(sqliteMagic))
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteMagic) {
 		return fmt.Errorf("sqlite: %s is not a SQLite database (it does not start with the SQLite header); refusing to use it: %w", path, ErrNotDatabase)

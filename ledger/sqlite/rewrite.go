@@ -56,7 +56,7 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 				id ledger.ID
 			)
 			if err := rows.Scan(&c.row, &id.Tenant, &id.Layer, &id.Tool, &id.Key, &c.oldArgs, &c.oldResult); err != nil {
-				rows.Close()
+				_ = rows.Close() // a read, and the error returned says why
 				return total, fmt.Errorf("sqlite: rewrite payloads: %w", s.classify(err))
 			}
 			n++
@@ -64,7 +64,7 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 			var changed bool
 			c.newArgs, c.newResult, changed, err = fn(id, c.oldArgs, c.oldResult)
 			if err != nil {
-				rows.Close()
+				_ = rows.Close() // a read, and the error returned says why
 				return total, err
 			}
 			if changed {
@@ -74,7 +74,9 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 		if err := rows.Err(); err != nil {
 			return total, fmt.Errorf("sqlite: rewrite payloads: %w", s.classify(err))
 		}
-		rows.Close()
+		if err := rows.Close(); err != nil {
+			return total, fmt.Errorf("sqlite: rewrite payloads: %w", s.classify(err))
+		}
 		if len(changes) > 0 {
 			written := 0
 			err := s.write(ctx, func(ctx context.Context, tx execer, _ time.Time) ([]ledger.ID, error) {

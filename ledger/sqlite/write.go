@@ -333,7 +333,9 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: expire leases: %w", err)
 		}
-		defer rows.Close()
+		// On the error paths; the end below checks its own Close, which
+		// ends a writing statement (RETURNING).
+		defer func() { _ = rows.Close() }()
 		var ids []ledger.ID
 		for rows.Next() {
 			var id ledger.ID
@@ -343,6 +345,9 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 			ids = append(ids, id)
 		}
 		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: expire leases: %w", err)
+		}
+		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("sqlite: expire leases: %w", err)
 		}
 		n = len(ids)
@@ -416,7 +421,7 @@ func (s *Store) PurgePreview(ctx context.Context, p ledger.PurgeRequest) (ledger
 	if err != nil {
 		return pv, fmt.Errorf("sqlite: purge preview: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // a read: rows.Err reports how it ended
 	for rows.Next() {
 		var (
 			state          string

@@ -198,7 +198,9 @@ func (s *Store) commitBatch(ctx context.Context, ops []*op) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: write connection: %w", s.classify(err))
 	}
-	defer conn.Close()
+	// Close only hands the connection back to the pool; what the batch
+	// wrote and whether it committed is Raw's answer.
+	defer func() { _ = conn.Close() }()
 	return conn.Raw(func(dc any) error {
 		c, err := rawConn(dc)
 		if err != nil {

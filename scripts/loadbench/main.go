@@ -134,6 +134,11 @@ func (c config) check() error {
 	return nil
 }
 
+// logLine writes progress to logw (stderr). Its error is dropped: the
+// progress lines only tell a person what runs, and the report has its own
+// writes.
+func logLine(logw io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(logw, format, args...) }
+
 // execute runs the whole benchmark and writes the report.
 func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 	dir := c.dir
@@ -143,13 +148,13 @@ func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 		}
 		defer func() {
 			if err == nil {
-				os.RemoveAll(dir)
+				_ = os.RemoveAll(dir) // a temporary folder: best effort
 				return
 			}
-			fmt.Fprintf(logw, "loadbench: the run's databases and logs are in %s\n", dir)
+			logLine(logw, "loadbench: the run's databases and logs are in %s\n", dir)
 		}()
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadbench: "+format+"\n", args...) }
+	logf := func(format string, args ...any) { logLine(logw, "loadbench: "+format+"\n", args...) }
 	bins, err := build(ctx, dir, c.profile != "", logf)
 	if err != nil {
 		return err
@@ -158,7 +163,9 @@ func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 	defer func() {
 		for _, ct := range order {
 			for _, p := range ct.procs {
-				p.stop()
+				if err := p.stop(); err != nil {
+					logf("%s did not stop cleanly (%v); see %s", p.name, err, p.log)
+				}
 			}
 		}
 	}()
@@ -228,7 +235,7 @@ func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 		}
 	}
 	if len(bad) > 0 {
-		fmt.Fprint(logw, section)
+		logLine(logw, "%s", section)
 		more := ""
 		if len(bad) > 2 {
 			bad, more = bad[:2], fmt.Sprintf("; %d more in the table above", len(bad)-2)

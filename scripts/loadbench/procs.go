@@ -47,30 +47,33 @@ func start(ctx context.Context, name, dir string, env []string, bin string, args
 	cmd.Dir = dir
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
+		_ = logFile.Close() // empty yet; the error returned says why
 		return nil, fmt.Errorf("loadbench: %s: %w", name, err)
 	}
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		pr.Close()
-		pw.Close()
+		// Nothing was written through them; the error returned says why.
+		_ = logFile.Close()
+		_ = pr.Close()
+		_ = pw.Close()
 		return nil, fmt.Errorf("loadbench: start %s (%s): %w", name, bin, err)
 	}
-	pw.Close()
+	_ = pw.Close() // the child holds its own copy; ours only closes
 	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
 	found := make(chan string, 1)
 	go func() {
 		// Every line goes to the log; the first "listening on" line
 		// gives the address. Reading on after it keeps the child from
 		// blocking on a full pipe.
-		defer logFile.Close()
+		// The log is for a person reading after a failure: a lost
+		// line there changes no figure.
+		defer func() { _ = logFile.Close() }()
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			fmt.Fprintln(logFile, line)
+			_, _ = fmt.Fprintln(logFile, line)
 			if m := pprofAt.FindStringSubmatch(line); m != nil && !sent {
 				p.pprof = m[1] // read only after found is received
 			}
@@ -90,19 +93,19 @@ func start(ctx context.Context, name, dir string, env []string, bin string, args
 	case err := <-p.done:
 		return nil, fmt.Errorf("loadbench: %s exited before it listened (%v); see %s", name, err, logPath)
 	case <-timer.C:
-		p.stop()
+		_ = p.stop() // the error returned says what went wrong
 		return nil, fmt.Errorf("loadbench: %s did not listen within 60s; see %s", name, logPath)
 	case <-ctx.Done():
-		p.stop()
+		_ = p.stop() // interrupted: how it ended adds nothing
 		return nil, ctx.Err()
 	}
 }
 
 // stop asks the process to end (SIGTERM), and kills it when it has not
-// within 15 s.
-func (p *proc) stop() {
+// within 15 s. It returns how the process exited: nil for a clean stop.
+func (p *proc) stop() error {
 	if p == nil || p.cmd.Process == nil {
-		return
+		return nil
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		_ = p.cmd.Process.Kill() // already gone, or no SIGTERM on this OS
@@ -110,10 +113,11 @@ func (p *proc) stop() {
 	timer := time.NewTimer(15 * time.Second)
 	defer timer.Stop()
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		return err
 	case <-timer.C:
 		_ = p.cmd.Process.Kill() // it had its chance to stop cleanly
-		<-p.done
+		return <-p.done
 	}
 }
 

@@ -81,7 +81,7 @@ func download(ctx context.Context, url, out string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to its end by io.Copy below
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
@@ -90,7 +90,7 @@ func download(ctx context.Context, url, out string) error {
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
+		_ = f.Close() // the copy's error is the one to report
 		return err
 	}
 	return f.Close()

@@ -18,12 +18,14 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,7 +65,7 @@ func run(out io.Writer, days, rate, every int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary folder: best effort
 	start := time.Now()
 	var runs [2][]reading
 	for i, purge := range []bool{false, true} {
@@ -73,32 +75,36 @@ func run(out io.Writer, days, rate, every int) error {
 		}
 		runs[i] = r
 	}
-	fmt.Fprintf(out, "%d calls an hour for %d simulated days, default retention (records %s, call events %s), sweeps once a simulated minute\n\n",
+	// The report is built whole and written once, so that a failed write
+	// is one error to return.
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d calls an hour for %d simulated days, default retention (records %s, call events %s), sweeps once a simulated minute\n\n",
 		rate, days, ledger.DefaultRetention, 7*24*time.Hour)
-	fmt.Fprintln(out, "| hours | calls | no purge: file | records | events | purge: file | records | events |")
-	fmt.Fprintln(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(&b, "| hours | calls | no purge: file | records | events | purge: file | records | events |")
+	fmt.Fprintln(&b, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for i := range runs[0] {
-		a, b := runs[0][i], runs[1][i]
-		fmt.Fprintf(out, "| %d | %d | %s | %d | %d | %s | %d | %d |\n", a.hours, a.calls, mib(a.bytes), a.records, a.events, mib(b.bytes), b.records, b.events)
+		x, y := runs[0][i], runs[1][i]
+		fmt.Fprintf(&b, "| %d | %d | %s | %d | %d | %s | %d | %d |\n", x.hours, x.calls, mib(x.bytes), x.records, x.events, mib(y.bytes), y.records, y.events)
 	}
 	last := len(runs[0]) - 1
 	a := runs[0][last]
-	fmt.Fprintf(out, "\nno purge: %s per 10,000 calls, growing for as long as the proxy runs\n", mib(a.bytes*10000/int64(a.calls)))
+	fmt.Fprintf(&b, "\nno purge: %s per 10,000 calls, growing for as long as the proxy runs\n", mib(a.bytes*10000/int64(a.calls)))
 	// With the purge, growth stops once the oldest records and events
 	// leave their retention: compare the last day with the day before.
 	perDay := 24 * rate
 	if last >= 1 && runs[1][last].hours-runs[1][last-1].hours == 24 {
 		d := runs[1][last].bytes - runs[1][last-1].bytes
-		fmt.Fprintf(out, "purge: %s per 10,000 calls over the last simulated day (%d calls); the file holds one day of records and a week of events\n",
+		fmt.Fprintf(&b, "purge: %s per 10,000 calls over the last simulated day (%d calls); the file holds one day of records and a week of events\n",
 			mib(d*10000/int64(perDay)), perDay)
 	}
-	fmt.Fprintf(out, "(measured in %s)\n", time.Since(start).Round(time.Second))
-	return nil
+	fmt.Fprintf(&b, "(measured in %s)\n", time.Since(start).Round(time.Second))
+	_, err = io.WriteString(out, b.String())
+	return err
 }
 
 // measure runs days×24×rate calls through a proxy on a fresh ledger at
 // path and reads the ledger every `every` simulated hours.
-func measure(path string, days, rate, every int, purge bool) ([]reading, error) {
+func measure(path string, days, rate, every int, purge bool) (_ []reading, err error) {
 	ctx := context.Background()
 	clock := &simClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	st, err := sqlite.Open(ctx, path, &sqlite.Options{Now: clock.Now, Synchronous: sqlite.SyncNormal,
@@ -106,7 +112,7 @@ func measure(path string, days, rate, every int, purge bool) ([]reading, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
+	defer func() { err = errors.Join(err, st.Close()) }()
 	allow, err := confirm.Parse([]byte(`{"version":1,"rules":[{"tool":"create_payment","action":"allow","note":"measured"}]}`))
 	if err != nil {
 		return nil, err
@@ -131,7 +137,7 @@ func measure(path string, days, rate, every int, purge bool) ([]reading, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close()
+	defer func() { err = errors.Join(err, p.Close()) }()
 	hs, ct := mcp.NewInMemoryTransports()
 	if _, err := p.Server().Connect(ctx, hs, nil); err != nil {
 		return nil, err
@@ -140,7 +146,7 @@ func measure(path string, days, rate, every int, purge bool) ([]reading, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer host.Close()
+	defer func() { err = errors.Join(err, host.Close()) }()
 
 	step := time.Hour / time.Duration(rate)
 	var out []reading
@@ -181,7 +187,9 @@ func read(ctx context.Context, path string) (reading, error) {
 	if err != nil {
 		return reading{}, err
 	}
-	defer db.Close()
+	// The checkpoint and the counts are in when it closes: closing
+	// changes no figure.
+	defer func() { _ = db.Close() }()
 	var r reading
 	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return reading{}, err

@@ -231,7 +231,7 @@ func fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.Authori
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only the Location header is read
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil {
 		return nil, fmt.Errorf("the authorization server's redirect: %w", err)

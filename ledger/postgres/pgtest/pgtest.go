@@ -93,7 +93,7 @@ func (a *adminConn) exec(url, sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if a.conn != nil && (a.url != url || a.conn.IsClosed()) {
-		a.conn.Close(ctx)
+		_ = a.conn.Close(ctx) // replaced below; its server may be gone
 		a.conn = nil
 	}
 	if a.conn == nil {

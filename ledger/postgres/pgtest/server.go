@@ -54,7 +54,11 @@ func StartServer(t testing.TB) *Server {
 	if s.dir, err = os.MkdirTemp("", "mcpledger-pg-"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(s.dir) })
+	t.Cleanup(func() {
+		if err := os.RemoveAll(s.dir); err != nil {
+			t.Logf("pgtest: remove the private server's folder: %v; delete %s by hand", err, s.dir)
+		}
+	})
 	if owner >= 0 {
 		if err := os.Chown(s.dir, owner, -1); err != nil {
 			t.Fatal(err)
@@ -76,7 +80,7 @@ func StartServer(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	if _, err := f.WriteString(conf); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -169,7 +173,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // closing it is what frees the port
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 

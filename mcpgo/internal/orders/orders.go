@@ -49,7 +49,7 @@ func (c *Counter) Add() (int64, error) {
 		return n, err
 	}
 	if _, err := f.WriteString("run\n"); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return n, err
 	}
 	return n, f.Close()

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -36,15 +37,15 @@ func main() {
 	}
 }
 
-func run(sdk, path, runs, drop string) error {
+func run(sdk, path, runs, drop string) (err error) {
 	ctx := context.Background()
 	var store ledger.Store
 	if path != "" {
-		st, err := sqlite.Open(ctx, path, nil)
-		if err != nil {
-			return err
+		st, oerr := sqlite.Open(ctx, path, nil)
+		if oerr != nil {
+			return oerr
 		}
-		defer st.Close()
+		defer func() { err = errors.Join(err, st.Close()) }()
 		store = st
 	}
 	c := &orders.Counter{File: runs}
