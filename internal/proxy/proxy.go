@@ -117,6 +117,9 @@ type Proxy struct {
 	// proxy goes idle: each client kept up to 16 MiB of its own.
 	finals *caller.Finals
 
+	// up is the client of every upstream session (see upstreamClient).
+	up *mcp.Client
+
 	// hostSend is the server's sending method handler below the proxy's
 	// middleware: it sends any client-bound method to a host session,
 	// which the SDK has no exported call for (list-changed, log messages).
@@ -171,6 +174,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	}
 	p.log = p.log.With("component", "mcpledger.proxy")
 
+	p.up = p.upstreamClient()
 	first := newLink(p)
 	s, err := first.dial(ctx)
 	if err != nil {
