@@ -47,7 +47,7 @@ type operation[P any] struct {
 // model's text) once the call has a key. Each call is one span and one
 // count in the metrics of package telemetry.
 func (c *Caller[P, R]) Call(ctx context.Context, req Request[P]) (*Outcome[R], error) {
-	ctx, tc := c.tel.Start(ctx, req.Tool)
+	ctx, tc := c.tel.StartLogged(ctx, req.Tool, c.log)
 	o, err := c.call(ctx, req)
 	tc.End(ctx, c.result(tc, o, err))
 	return o, err

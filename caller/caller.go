@@ -103,6 +103,17 @@ type Options struct {
 	// its transport, so whoever opens it says (telemetry.PeerOfURL,
 	// telemetry.PeerOfStdio). The zero value reports none.
 	Peer telemetry.Peer
+	// Telemetry, when set, receives the metrics, spans and events of the
+	// calls instead of one the Caller makes for itself (MeterProvider and
+	// TracerProvider are then unused): many Callers of one process (a
+	// proxy's, one per host session) share one event writer, one set of
+	// metric attributes per tool and one UNKNOWN gauge. Make it with
+	// NewTelemetry; the Caller never closes it.
+	Telemetry *telemetry.Telemetry
+	// Finals, when set, is where the Caller remembers the finished records
+	// it sees, shared with the other Callers over the same store (nil: a
+	// memory of its own). See Finals.
+	Finals *Finals
 }
 
 // Request is one tools/call as an adapter hands it over: the tool, its
@@ -212,11 +223,14 @@ type Caller[P any, R comparable] struct {
 	codec Codec[R]
 	log   *slog.Logger
 	tel   *telemetry.Telemetry
+	// ownTel: tel is the Caller's own, closed by Close.
+	ownTel bool
 
 	// flights shares one execution among same-key calls in this process.
 	flights flightGroup[R]
-	// finals answers repeats of finished operations without a ledger read.
-	finals finals[R]
+	// finals answers repeats of finished operations without a ledger read:
+	// Options.Finals, or the Caller's own.
+	finals *Finals
 }
 
 // New makes a Caller that sends through conn. component names the adapter
@@ -265,16 +279,26 @@ func New[P any, R comparable](store ledger.Store, opts *Options, conn Conn[P, R]
 		lg = slog.New(slog.DiscardHandler)
 	}
 	log := lg.With("component", "mcpledger."+component, "tenant", o.Tenant, "session", o.Session)
+	fin := o.Finals
+	if fin == nil {
+		fin = new(Finals)
+	}
+	tel, own := o.Telemetry, false
+	if tel == nil {
+		tel, own = newTelemetry(store, o, log), true
+	}
 	return &Caller[P, R]{
 		store: store,
 		lc: &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait,
 			Now: o.Now, Logger: log},
-		opts:  o,
-		guard: &planner.Guard{Store: store, Window: o.Window, Tools: o.Tools, Now: o.Now},
-		conn:  conn,
-		codec: codec,
-		log:   log,
-		tel:   newTelemetry(store, o, log),
+		opts:   o,
+		guard:  &planner.Guard{Store: store, Window: o.Window, Tools: o.Tools, Now: o.Now},
+		conn:   conn,
+		codec:  codec,
+		log:    log,
+		tel:    tel,
+		ownTel: own,
+		finals: fin,
 	}
 }
 

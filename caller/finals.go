@@ -7,23 +7,53 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
-// finals remembers finished records this process has seen. A final record
+// Finals remembers finished records a process has seen. A final record
 // (SUCCEEDED, FAILED, DENIED) never changes: the state table has no edge out
 // of it, and a store replaces it only after ExpiresAt. So until then a
-// repeat can be answered from memory, without reading the ledger. The zero
-// value is ready to use.
-type finals[R comparable] struct {
+// repeat can be answered from memory, without reading the ledger. Each
+// Caller keeps one unless Options.Finals gives it one to share: the
+// Callers of a proxy (one per host session) then remember within one
+// memory budget rather than one each, and a repeat of a key that another
+// host session's call finished is answered from memory too. Sharing is
+// sound among Callers of one store: a record is named by its ledger.ID,
+// tenant and layer included, and the store would hand any of them the
+// same record. The zero value is ready to use, with a budget of 16 MiB.
+type Finals struct {
+	budget int // 0: finalsBudget
 	// mu guards m and bytes.
 	mu    sync.Mutex
-	m     map[ledger.ID]*final[R]
+	m     map[ledger.ID]*final
 	bytes int // sum of size over m
 }
 
+// NewFinals returns a memory of finished records that takes about budget
+// bytes at most (16 MiB when budget is not positive).
+func NewFinals(budget int) *Finals {
+	return &Finals{budget: max(budget, 0)}
+}
+
+// Forget drops every remembered record: a later repeat reads the ledger.
+// An idle process gives the memory back this way.
+func (f *Finals) Forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m, f.bytes = nil, 0
+}
+
+func (f *Finals) limit() int {
+	if f.budget > 0 {
+		return f.budget
+	}
+	return finalsBudget
+}
+
 // final is a remembered record and, once replayed, its decoded result: a
-// private template that callers only ever get copies of.
-type final[R comparable] struct {
+// private template that callers only ever get copies of. tmpl holds the
+// result type of the Caller that set it; one of another type reads as
+// none.
+type final struct {
 	rec  *ledger.Record
-	tmpl R
+	tmpl any
 	has  bool // tmpl is set
 }
 
@@ -44,7 +74,7 @@ func size(r *ledger.Record) int {
 }
 
 // get returns the remembered record of id while it has not expired.
-func (f *finals[R]) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
+func (f *Finals) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.m[id]
@@ -59,18 +89,19 @@ func (f *finals[R]) get(id ledger.ID, now time.Time) (*ledger.Record, bool) {
 }
 
 // template returns the decoded result remembered for r, if any.
-func (f *finals[R]) template(r *ledger.Record) (R, bool) {
+func template[R comparable](f *Finals, r *ledger.Record) (R, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.m[r.ID]; ok && e.rec == r && e.has {
-		return e.tmpl, true
+		t, ok := e.tmpl.(R)
+		return t, ok
 	}
 	var zero R
 	return zero, false
 }
 
 // setTemplate remembers the decoded result of r while r is remembered.
-func (f *finals[R]) setTemplate(r *ledger.Record, t R) {
+func (f *Finals) setTemplate(r *ledger.Record, t any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.m[r.ID]; ok && e.rec == r {
@@ -80,29 +111,29 @@ func (f *finals[R]) setTemplate(r *ledger.Record, t R) {
 
 // put remembers r when it is final. Entries are evicted in no particular
 // order once the budget is reached; a miss only costs a ledger read.
-func (f *finals[R]) put(r *ledger.Record) {
+func (f *Finals) put(r *ledger.Record) {
 	if r == nil || r.Tombstone || !r.State.Final() {
 		return
 	}
-	n := size(r)
-	if n > finalsBudget/4 {
+	n, budget := size(r), f.limit()
+	if n > budget/4 {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
-		f.m = map[ledger.ID]*final[R]{}
+		f.m = map[ledger.ID]*final{}
 	}
 	if old, ok := f.m[r.ID]; ok {
 		f.drop(r.ID, old.rec)
 	}
 	for id, old := range f.m {
-		if f.bytes+n <= finalsBudget {
+		if f.bytes+n <= budget {
 			break
 		}
 		f.drop(id, old.rec)
 	}
-	f.m[r.ID] = &final[R]{rec: r}
+	f.m[r.ID] = &final{rec: r}
 	f.bytes += n
 }
 
@@ -112,7 +143,7 @@ func (f *finals[R]) put(r *ledger.Record) {
 // would cost an SDK decode (tens of µs) on the first replay of each key.
 // A compacted record's stored result differs from res and keeps no
 // template.
-func (f *finals[R]) putResult(r *ledger.Record, res R, codec Codec[R]) {
+func putResult[R comparable](f *Finals, r *ledger.Record, res R, codec Codec[R]) {
 	f.put(r)
 	var zero R
 	if r == nil || res == zero || r.Compacted {
@@ -123,7 +154,7 @@ func (f *finals[R]) putResult(r *ledger.Record, res R, codec Codec[R]) {
 	}
 }
 
-func (f *finals[R]) drop(id ledger.ID, r *ledger.Record) {
+func (f *Finals) drop(id ledger.ID, r *ledger.Record) {
 	delete(f.m, id)
 	f.bytes -= size(r)
 }

@@ -86,7 +86,7 @@ func TestFlightPanicReleasesWaiters(t *testing.T) {
 // Records with tiny results still count what they cost in memory, so the
 // remembered set stays bounded however small the results are.
 func TestFinalsBudgetCountsWholeRecords(t *testing.T) {
-	var f finals[*int]
+	var f Finals
 	now := time.Now()
 	for i := range 3 * finalsBudget / recordOverhead {
 		f.put(&ledger.Record{

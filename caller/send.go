@@ -65,7 +65,7 @@ func (c *Caller[P, R]) run(ctx context.Context, op *operation[P], rec *ledger.Re
 		after = rec
 	}
 	if sendErr == nil && (rep.On == ledger.OnSucceeded || rep.On == ledger.OnFailed) {
-		c.finals.putResult(after, res, c.codec)
+		putResult(c.finals, after, res, c.codec)
 		return &Outcome[R]{Result: res, Key: op.id.Key, Record: after, Attempts: attempts, Decision: op.decision}, nil
 	}
 	if sendErr == nil {
@@ -237,6 +237,6 @@ func (c *Caller[P, R]) Continued(ctx context.Context, tool, key string, res R, r
 	if err != nil {
 		return nil, fmt.Errorf("caller: record result of %s (key %s): %w", tool, key, err)
 	}
-	c.finals.putResult(after, res, c.codec)
+	putResult(c.finals, after, res, c.codec)
 	return &Outcome[R]{Result: res, Key: key, Record: after, Attempts: 1}, nil
 }

@@ -83,7 +83,7 @@ func (c *Caller[P, R]) replay(op *operation[P], rec *ledger.Record) (*Outcome[R]
 // of a finished record this process keeps is remembered: later replays
 // copy it instead of decoding.
 func (c *Caller[P, R]) Replay(rec *ledger.Record) (R, error) {
-	if t, ok := c.finals.template(rec); ok {
+	if t, ok := template[R](c.finals, rec); ok {
 		if cp, ok := c.codec.Copy(t); ok {
 			c.codec.Mark(cp, Marker(rec))
 			return cp, nil

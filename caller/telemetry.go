@@ -15,6 +15,25 @@ import (
 // closeTimeout bounds the last write of queued call events on Close.
 const closeTimeout = 10 * time.Second
 
+// NewTelemetry is the client-side telemetry a Caller with opts over store
+// would make for itself (its events go to store when it keeps an event
+// log), for Options.Telemetry: one for many Callers. Close it after the
+// last of them.
+func NewTelemetry(store ledger.Store, opts *Options) *telemetry.Telemetry {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return newTelemetry(store, o, log)
+}
+
 func newTelemetry(store ledger.Store, o Options, log *slog.Logger) *telemetry.Telemetry {
 	to := &telemetry.Options{
 		MeterProvider:  o.MeterProvider,
@@ -32,9 +51,13 @@ func newTelemetry(store ledger.Store, o Options, log *slog.Logger) *telemetry.Te
 	return telemetry.New(ledger.SideClient, to)
 }
 
-// Close writes the call events still queued. The store is the caller's
-// to close, after the Caller.
+// Close writes the call events still queued (of its own telemetry; a
+// shared Options.Telemetry is its maker's to close). The store is the
+// caller's to close, after the Caller.
 func (c *Caller[P, R]) Close() error {
+	if !c.ownTel {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := c.tel.Close(ctx); err != nil {

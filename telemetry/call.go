@@ -27,6 +27,7 @@ type Call struct {
 	tool  string
 	start time.Time
 	attrs *toolAttrs
+	log   *slog.Logger // the Debug line's
 
 	waited   atomic.Bool
 	unknown  atomic.Bool // this call turned its record UNKNOWN
@@ -47,9 +48,20 @@ type callKey struct{}
 // on the client side, a server span on the server side, child of whatever
 // span ctx carries) and returns ctx holding both.
 func (t *Telemetry) Start(ctx context.Context, tool string) (context.Context, *Call) {
+	return t.StartLogged(ctx, tool, nil)
+}
+
+// StartLogged is Start with the call's Debug line going to log (nil:
+// Options.Logger), so that a Telemetry many clients share (a proxy's, one
+// client per host session) logs each call with its own client's
+// attributes.
+func (t *Telemetry) StartLogged(ctx context.Context, tool string, log *slog.Logger) (context.Context, *Call) {
 	a := t.attrs(attrsKey{tool: tool, peer: t.peer})
 	ctx, span := t.tracer.Start(ctx, a.spanName, a.spanStart...)
-	c := &Call{t: t, span: span, tool: tool, start: t.now(), attrs: a}
+	if log == nil {
+		log = t.log
+	}
+	c := &Call{t: t, span: span, tool: tool, start: t.now(), attrs: a, log: log}
 	return context.WithValue(ctx, callKey{}, c), c
 }
 
@@ -243,7 +255,7 @@ func (c *Call) End(ctx context.Context, r Result) {
 			Latency: elapsed, At: c.start,
 		})
 	}
-	if t.log.Enabled(ctx, slog.LevelDebug) {
+	if c.log.Enabled(ctx, slog.LevelDebug) {
 		args := []any{"tool", c.tool, "side", string(t.side), "outcome", string(r.Outcome), "duration", elapsed.String()}
 		if attempts > 0 {
 			args = append(args, "attempts", attempts)
@@ -254,7 +266,7 @@ func (c *Call) End(ctx context.Context, r Result) {
 		if sc := c.span.SpanContext(); sc.IsValid() {
 			args = append(args, "trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
 		}
-		t.log.DebugContext(ctx, "mcpledger call", args...)
+		c.log.DebugContext(ctx, "mcpledger call", args...)
 	}
 }
 

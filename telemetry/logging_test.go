@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // TestNoSecretInLogsOrLedgers plants a secret in the arguments and a
@@ -94,5 +96,29 @@ func TestNoSecretInLogsOrLedgers(t *testing.T) {
 				t.Errorf("%s record %s holds the secret somewhere: %s", side.name, ledger.ShortHash(rec.Key), whole)
 			}
 		}
+	}
+}
+
+// A Telemetry shared by many clients logs each call's Debug line with the
+// logger of the client that made it (StartLogged); Start keeps
+// Options.Logger's.
+func TestStartLoggedUsesTheCallersLogger(t *testing.T) {
+	var own, callers bytes.Buffer
+	debug := &slog.HandlerOptions{Level: slog.LevelDebug}
+	tel := telemetry.New(ledger.SideClient, &telemetry.Options{Logger: slog.New(slog.NewJSONHandler(&own, debug))})
+	log := slog.New(slog.NewJSONHandler(&callers, debug)).With("session", "s-7")
+	ctx := context.Background()
+	_, c := tel.StartLogged(ctx, "pay", log)
+	c.End(ctx, telemetry.Result{Outcome: ledger.OutcomeSucceeded, Tenant: "default"})
+	if got := callers.String(); !strings.Contains(got, `"msg":"mcpledger call"`) || !strings.Contains(got, `"session":"s-7"`) {
+		t.Errorf("the caller's log = %q; want its call line with its session", got)
+	}
+	if own.Len() != 0 {
+		t.Errorf("Options.Logger got %q; want nothing from a call started with StartLogged", own.String())
+	}
+	_, c = tel.Start(ctx, "pay")
+	c.End(ctx, telemetry.Result{Outcome: ledger.OutcomeSucceeded, Tenant: "default"})
+	if !strings.Contains(own.String(), `"msg":"mcpledger call"`) {
+		t.Errorf("Options.Logger got %q; want Start's call line", own.String())
 	}
 }

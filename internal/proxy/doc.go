@@ -64,7 +64,11 @@
 //
 // Resources: every host session holds an upstream session, and over
 // streamable HTTP their calls share one pool of upstream connections
-// (UpstreamTransport). Once host requests stop for Options.IdleRelease
-// the proxy closes the idle ones and returns the memory of the burst to
-// the operating system.
+// (UpstreamTransport). What does not belong to one host session is the
+// proxy's, once: the go-sdk client of the upstream sessions, the ledger
+// clients' telemetry (one event writer, one set of metric attributes) and
+// their memory of finished records, which answers a repeat without a
+// ledger read. Once host requests stop for Options.IdleRelease the proxy
+// closes the idle upstream connections, forgets those records and returns
+// the memory of the burst to the operating system.
 package proxy

@@ -16,6 +16,8 @@ const DefaultIdleRelease = 5 * time.Second
 // and an idle proxy allocates nothing: after serving 200 host sessions it
 // kept over 100 MB resident, as garbage, for minutes. One forced
 // collection at the end of each burst costs nothing while requests flow.
+// The finished records remembered for repeats are forgotten then too: a
+// repeat after the pause reads the ledger.
 func (p *Proxy) releaser(ctx context.Context) {
 	defer close(p.released)
 	every := p.opts.IdleRelease
@@ -45,6 +47,9 @@ func (p *Proxy) releaser(ctx context.Context) {
 		}
 		if busy {
 			busy = false
+			// The records remembered for repeats go first: what they
+			// hold is then garbage the release returns.
+			p.finals.Forget()
 			release()
 		}
 	}

@@ -102,17 +102,16 @@ func (l *link) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	t = l.order.counted(t)
-	impl := &mcp.Implementation{Name: l.p.opts.Name, Version: l.p.opts.Version}
-	uc := mcp.NewClient(impl, l.clientOptions())
-	uc.AddReceivingMiddleware(l.verbatim)
 	// The SDK hands the values of the context a session was connected with
 	// to every handler of that session, for as long as it lives. The
 	// context here is a host request's (the one that needed the session),
 	// and among its values is that request's place on the host's
 	// transport: relayed with it, the upstream's messages would go to a
 	// request long finished. So the session gets the cancellation of ctx,
-	// for the handshake, and none of its values.
-	s, err = uc.Connect(withoutValues{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
+	// for the handshake, and of values only its link, by which the
+	// proxy's one upstream client (see Proxy.upstreamClient) finds where
+	// this session's messages go.
+	s, err = l.p.up.Connect(sessionContext{ctx, l}, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -221,49 +220,84 @@ func (l *link) close() error {
 	return errors.Join(errs...)
 }
 
-// clientOptions are the upstream client's options: each handler relays to
-// this link's host session. The capabilities offered are fixed, because
-// the first upstream session is opened before any host connects: sampling
-// and elicitation (form and URL) are offered, and a request the host
-// turns out not to support is answered with an error naming what is
-// missing. Roots are not offered (see the package doc).
-func (l *link) clientOptions() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
-		Logger: l.p.log,
+// upstreamClient is the client of every upstream session: one for the
+// proxy rather than one per host session (each go-sdk client keeps a table
+// of its methods, some 6 KB). Its handlers relay to the host session of
+// the link they find in their context (see link.dial). The capabilities
+// offered are fixed, because the first upstream session is opened before
+// any host connects: sampling and elicitation (form and URL) are offered,
+// and a request the host turns out not to support is answered with an
+// error naming what is missing. Roots are not offered (see the package
+// doc).
+func (p *Proxy) upstreamClient() *mcp.Client {
+	notify := func(method string) func(ctx context.Context, params mcp.Params) {
+		return func(ctx context.Context, params mcp.Params) {
+			if l := linkOf(ctx); l != nil {
+				l.notify(ctx, method, params)
+			}
+		}
+	}
+	elicitComplete := notify("notifications/elicitation/complete")
+	promptsChanged := notify("notifications/prompts/list_changed")
+	resourcesChanged := notify("notifications/resources/list_changed")
+	updated := notify("notifications/resources/updated")
+	logged := notify("notifications/message")
+	progress := notify("notifications/progress")
+	impl := &mcp.Implementation{Name: p.opts.Name, Version: p.opts.Version}
+	c := mcp.NewClient(impl, &mcp.ClientOptions{
+		Logger: p.log,
 		Capabilities: &mcp.ClientCapabilities{
 			Sampling:    &mcp.SamplingCapabilities{},
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		},
-		CreateMessageWithToolsHandler: l.sampling,
-		ElicitationHandler:            l.elicitation,
+		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			l := linkOf(ctx)
+			if l == nil {
+				return nil, errNoHost
+			}
+			return l.sampling(ctx, req)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			l := linkOf(ctx)
+			if l == nil {
+				return nil, errNoHost
+			}
+			return l.elicitation(ctx, req)
+		},
 		ElicitationCompleteHandler: func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
-			l.notify(ctx, "notifications/elicitation/complete", orEmpty(req.Params))
+			elicitComplete(ctx, orEmpty(req.Params))
 		},
 		// Notification handlers run on the upstream session's read loop:
 		// they must not wait for anything that needs that loop, so the
 		// tool list is fetched by the refresher, not here.
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+			l := linkOf(ctx)
+			if l == nil {
+				return
+			}
 			if c := l.ledger(); c != nil {
 				c.ToolListChanged(ctx, req)
 			}
-			l.p.requestRefresh(l)
+			p.requestRefresh(l)
 		},
 		PromptListChangedHandler: func(ctx context.Context, req *mcp.PromptListChangedRequest) {
-			l.notify(ctx, "notifications/prompts/list_changed", orEmpty(req.Params))
+			promptsChanged(ctx, orEmpty(req.Params))
 		},
 		ResourceListChangedHandler: func(ctx context.Context, req *mcp.ResourceListChangedRequest) {
-			l.notify(ctx, "notifications/resources/list_changed", orEmpty(req.Params))
+			resourcesChanged(ctx, orEmpty(req.Params))
 		},
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			l.notify(ctx, "notifications/resources/updated", orEmpty(req.Params))
+			updated(ctx, orEmpty(req.Params))
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			l.notify(ctx, "notifications/message", orEmpty(req.Params))
+			logged(ctx, orEmpty(req.Params))
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			l.notify(ctx, "notifications/progress", orEmpty(req.Params))
+			progress(ctx, orEmpty(req.Params))
 		},
-	}
+	})
+	c.AddReceivingMiddleware(verbatim)
+	return c
 }
 
 // notify relays a notification to the host session unchanged, with the
@@ -381,10 +415,28 @@ type relatedContext struct {
 
 func (c relatedContext) Value(key any) any { return c.host.Value(key) }
 
-// withoutValues is a context's cancellation and deadline without its values.
-type withoutValues struct{ context.Context }
+// sessionContext is a context's cancellation and deadline with one value:
+// the link of the upstream session connected with it, under linkKey.
+type sessionContext struct {
+	context.Context
+	l *link
+}
 
-func (withoutValues) Value(any) any { return nil }
+type linkKey struct{}
+
+func (c sessionContext) Value(key any) any {
+	if key == (linkKey{}) {
+		return c.l
+	}
+	return nil
+}
+
+// linkOf is the link of the upstream session whose handler has ctx; nil
+// for a context of no upstream session.
+func linkOf(ctx context.Context) *link {
+	l, _ := ctx.Value(linkKey{}).(*link)
+	return l
+}
 
 // errNoHost answers an upstream request that no host can see.
 var errNoHost = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpledger proxy: no host session is connected to answer this request"}
@@ -396,8 +448,12 @@ var errNoHost = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpled
 // "type": "string" next to "anyOf") and fills the schema's defaults into
 // the answer. The host is the client the upstream is really asking: it gets
 // the request as sent and the upstream gets the host's answer as given.
-func (l *link) verbatim(next mcp.MethodHandler) mcp.MethodHandler {
+func verbatim(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		l := linkOf(ctx)
+		if l == nil {
+			return next(ctx, method, req)
+		}
 		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" {
 			return l.elicitation(ctx, er)
 		}
