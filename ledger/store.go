@@ -237,6 +237,17 @@ type TenantEraser interface {
 	EraseTenant(ctx context.Context, tenant string) (int, error)
 }
 
+// MemoryReleaser is the optional part of a Store that gives back what it
+// keeps only for speed while busy (page caches, idle connections), for a
+// long-running process to call once a burst of calls is over. The next
+// call rebuilds what it needs. Callers find it with a type assertion on
+// Unwrap(store).
+type MemoryReleaser interface {
+	// ReleaseMemory frees what the store can rebuild; it changes no
+	// record and never waits for more than the one write in progress.
+	ReleaseMemory(ctx context.Context) error
+}
+
 // Error kinds stored on records by the ledger and the lifecycle.
 const (
 	// KindLeaseExpired: UNKNOWN, the owner's lease ended mid-call.

@@ -69,6 +69,7 @@
 // clients' telemetry (one event writer, one set of metric attributes) and
 // their memory of finished records, which answers a repeat without a
 // ledger read. Once host requests stop for Options.IdleRelease the proxy
-// closes the idle upstream connections, forgets those records and returns
-// the memory of the burst to the operating system.
+// closes the idle upstream connections, forgets those records, has the
+// ledger drop its caches (ledger.MemoryReleaser) and returns the memory of
+// the burst to the operating system.
 package proxy

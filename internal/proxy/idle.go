@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime/debug"
 	"time"
+
+	"github.com/mcpledger/mcpledger/ledger"
 )
 
 // DefaultIdleRelease is how long a proxy goes without a host request
@@ -29,7 +31,10 @@ func (p *Proxy) releaser(ctx context.Context) {
 	}
 	release := p.opts.Release
 	if release == nil {
-		release = freeMemory
+		release = func() {
+			p.releaseStore(ctx)
+			freeMemory()
+		}
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -52,6 +57,20 @@ func (p *Proxy) releaser(ctx context.Context) {
 			p.finals.Forget()
 			release()
 		}
+	}
+}
+
+// releaseStore has the ledger give back what it keeps only while busy
+// (ledger.MemoryReleaser: the SQLite store's page caches and idle read
+// connections, C memory the collector never sees). A failure costs only
+// memory, so it is logged and the proxy goes on.
+func (p *Proxy) releaseStore(ctx context.Context) {
+	r, ok := ledger.Unwrap(p.opts.Store).(ledger.MemoryReleaser)
+	if !ok {
+		return
+	}
+	if err := r.ReleaseMemory(ctx); err != nil && ctx.Err() == nil {
+		p.log.Warn("the ledger kept its caches after the burst; the proxy goes on (memory only)", "err", err)
 	}
 }
 

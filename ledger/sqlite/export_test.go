@@ -1,6 +1,10 @@
 package sqlite
 
-import "github.com/mcpledger/mcpledger/ledger"
+import (
+	"database/sql"
+
+	"github.com/mcpledger/mcpledger/ledger"
+)
 
 // SetWaitHook makes Wait call f each time it blocks. Set it before use.
 func SetWaitHook(s *Store, f func(ledger.ID)) { s.waitHook = f }
@@ -20,3 +24,6 @@ func Unsynced(s *Store) bool { return s.unsynced.Load() }
 
 // DriverCgo is the Driver of a cgo build.
 const DriverCgo = "github.com/mattn/go-sqlite3"
+
+// ReadStats are the read connection pool's statistics.
+func ReadStats(s *Store) sql.DBStats { return s.rdb.Stats() }

@@ -161,6 +161,8 @@ type Store struct {
 	unsynced atomic.Bool
 	// flushing: a flush of unsynced commits is scheduled.
 	flushing atomic.Bool
+	// readers is the size of the read connection pool.
+	readers int
 	// waitHook, set only by tests before use, runs when Wait blocks.
 	waitHook func(ledger.ID)
 }
@@ -219,6 +221,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", abs, err), s.wdb.Close())
 	}
 	n := max(4, 2*runtime.GOMAXPROCS(0))
+	s.readers = n
 	s.rdb.SetMaxOpenConns(n)
 	s.rdb.SetMaxIdleConns(n)
 	s.rdb.SetConnMaxIdleTime(0)

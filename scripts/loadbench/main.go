@@ -1,8 +1,10 @@
-// Command loadbench puts the payments example under load four ways and
+// Command loadbench puts the payments example under load six ways and
 // writes the "Under load" section of BENCHMARKS.md: the bare upstream (the
 // example without its guard), the guarded upstream, the guarded upstream
-// through agentctl proxy on a SQLite ledger, through the proxy on
-// PostgreSQL, and through two proxies sharing one PostgreSQL ledger.
+// through agentctl proxy on a SQLite ledger, the bare upstream through the
+// proxy on SQLite (the proxy as the only guard), the guarded upstream
+// through the proxy on PostgreSQL, and through two proxies sharing one
+// PostgreSQL ledger.
 //
 //	go run ./scripts/loadbench                       # 12 s per contender and scenario
 //	go run ./scripts/loadbench -duration 3s -o /tmp/load.md
@@ -84,7 +86,7 @@ func (c config) scenarios() []scenario {
 type contender struct {
 	name, title string
 	procs       []*proc
-	upstream    *proc  // behind a proxy, the guarded server
+	upstream    *proc  // behind a proxy, the server it relays to
 	db          string // the payments database its calls pay into
 }
 
@@ -99,7 +101,7 @@ func main() {
 	flag.Float64Var(&c.rate, "rate", 150, "calls per second of the fixed-rate scenario")
 	flag.DurationVar(&c.settle, "settle", 30*time.Second, "wait after the last call before the RSS is read again and the payments counted")
 	flag.StringVar(&c.which, "scenarios", "closed,hot,rate", "scenarios to run: closed, hot, rate")
-	flag.StringVar(&c.contenders, "contenders", "bare,guarded,proxy-sqlite,proxy-pg,proxy-pg-pair", "contenders to run")
+	flag.StringVar(&c.contenders, "contenders", "bare,guarded,proxy-sqlite,proxy-bare,proxy-pg,proxy-pg-pair", "contenders to run")
 	flag.StringVar(&c.dir, "dir", "", "folder for the databases, binaries and logs (default: a new temporary one, removed after a run that passed)")
 	flag.StringVar(&c.profile, "profile", "", "build the servers with pprof and write each one's CPU, block, mutex, goroutine and heap profiles (see -profile-scenario) to this folder")
 	flag.StringVar(&c.profileOf, "profile-scenario", "closed", "with -profile: the scenario whose first slice of each contender is profiled")
@@ -174,7 +176,7 @@ func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 	}
 	turns := active(order)
 	r := run{machine: machine(), cfg: c, order: turns, notes: notes, loadBefore: loadAverage(), cores: runtime.NumCPU(),
-		results: map[string]map[string]outcome{}, after: map[string]int64{}}
+		results: map[string]map[string]outcome{}, after: map[string]int64{}, afterFile: map[string]int64{}}
 	id := runID()
 	hc := newHTTPClient(max(c.clients, c.hotClients) + 16)
 	per := c.duration / time.Duration(c.rounds)
@@ -213,6 +215,9 @@ func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 		for _, p := range ct.procs {
 			if v, err := p.rss(); err == nil {
 				r.after[ct.name] = max(r.after[ct.name], v)
+			}
+			if v, err := p.fileRSS(); err == nil {
+				r.afterFile[ct.name] = max(r.afterFile[ct.name], v)
 			}
 			if c.profile != "" && p.pprof != "" {
 				// What the process still holds once the load is over.
@@ -313,15 +318,31 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 		p, err := start(ctx, name, dir, env(), b.payments, append([]string{"-db", db, "-http", "127.0.0.1:0"}, extra...)...)
 		return p, db, err
 	}
-	if has("bare") {
+	proxyTo := func(name, ledger, url string) (*proc, error) {
+		return start(ctx, name, dir, env(), b.agentctl, "--ledger", ledger, "proxy",
+			"--listen", "127.0.0.1:0", "--policy", policyFile, "--url", url)
+	}
+	var bare *contender
+	if has("bare") || has("proxy-bare") {
 		p, db, err := payments("bare", "-unguarded")
 		if err != nil {
 			return order, nil, err
 		}
-		order = append(order, contender{name: "bare", title: "bare upstream (no guard)", procs: []*proc{p}, db: db})
+		bare = &contender{name: "bare", title: "bare upstream (no guard)", procs: []*proc{p}, db: db}
+		if !has("bare") {
+			// Only the upstream of proxy-bare; no slices of its own.
+			bare.name = ""
+		}
+		order = append(order, *bare)
 	}
-	needUpstream := slices.ContainsFunc(want, func(n string) bool { return n != "bare" && n != "" })
+	needUpstream := slices.ContainsFunc(want, func(n string) bool { return n != "bare" && n != "proxy-bare" && n != "" })
 	if !needUpstream {
+		if has("proxy-bare") {
+			var err error
+			if order, err = withBareProxy(order, bare, proxyTo, dir); err != nil {
+				return order, nil, err
+			}
+		}
 		return order, notes, nil
 	}
 	up, upDB, err := payments("guarded")
@@ -334,16 +355,18 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 		guarded.name = ""
 	}
 	order = append(order, guarded)
-	proxy := func(name, ledger string) (*proc, error) {
-		return start(ctx, name, dir, env(), b.agentctl, "--ledger", ledger, "proxy",
-			"--listen", "127.0.0.1:0", "--policy", policyFile, "--url", up.url)
-	}
+	proxy := func(name, ledger string) (*proc, error) { return proxyTo(name, ledger, up.url) }
 	if has("proxy-sqlite") {
 		p, err := proxy("proxy-sqlite", filepath.Join(dir, "proxy.ledger.db"))
 		if err != nil {
 			return order, nil, err
 		}
 		order = append(order, contender{name: "proxy-sqlite", title: "proxy, SQLite ledger", procs: []*proc{p}, upstream: up, db: upDB})
+	}
+	if has("proxy-bare") {
+		if order, err = withBareProxy(order, bare, proxyTo, dir); err != nil {
+			return order, nil, err
+		}
 	}
 	pgWanted := has("proxy-pg") || has("proxy-pg-pair")
 	if pgWanted && c.pg == "" {
@@ -376,7 +399,21 @@ func startContenders(ctx context.Context, c config, dir string, b binaries, logf
 	return order, notes, nil
 }
 
-// active leaves out the guarded upstream when it only serves the proxies.
+// bareProxyTitle is the proxy in front of the bare upstream: the proxy as
+// the only guard, the other way to protect a server than its own guard.
+const bareProxyTitle = "proxy, SQLite ledger, over the bare upstream"
+
+// withBareProxy starts the proxy in front of the bare upstream on a SQLite
+// ledger of its own and adds it to order.
+func withBareProxy(order []contender, bare *contender, proxyTo func(name, ledger, url string) (*proc, error), dir string) ([]contender, error) {
+	p, err := proxyTo("proxy-bare", filepath.Join(dir, "proxy-bare.ledger.db"), bare.procs[0].url)
+	if err != nil {
+		return order, err
+	}
+	return append(order, contender{name: "proxy-bare", title: bareProxyTitle, procs: []*proc{p}, upstream: bare.procs[0], db: bare.db}), nil
+}
+
+// active leaves out an upstream that only serves the proxies.
 func active(order []contender) []contender {
 	return slices.DeleteFunc(slices.Clone(order), func(c contender) bool { return c.name == "" })
 }

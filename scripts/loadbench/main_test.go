@@ -31,7 +31,7 @@ func TestSmoke(t *testing.T) {
 	c := config{
 		out: out, duration: time.Second, rounds: 1, clients: 4, hotClients: 6, hot: 2, rate: 20,
 		settle: 10 * time.Millisecond, which: "closed,hot,rate",
-		contenders: "bare,guarded,proxy-sqlite,proxy-pg,proxy-pg-pair", dir: filepath.Join(dir, "run"),
+		contenders: "bare,guarded,proxy-sqlite,proxy-bare,proxy-pg,proxy-pg-pair", dir: filepath.Join(dir, "run"),
 	}
 	withPG := os.Getenv(pgtest.Env) != ""
 	if withPG {
@@ -51,7 +51,7 @@ func TestSmoke(t *testing.T) {
 	if strings.Contains(doc, "old figures") || !strings.HasSuffix(doc, "\n"+hand) {
 		t.Errorf("the old section was not replaced, or the hand-written one after it was lost:\n%s", doc)
 	}
-	titles := []string{"bare upstream (no guard)", "guarded upstream", "proxy, SQLite ledger"}
+	titles := []string{"bare upstream (no guard)", "guarded upstream", "proxy, SQLite ledger", bareProxyTitle}
 	if withPG {
 		titles = append(titles, "proxy, PostgreSQL ledger", "two proxies, one PostgreSQL ledger")
 	} else if !strings.Contains(doc, "The PostgreSQL contenders were not run") {
@@ -64,6 +64,9 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("scenario %q: no row for %q in\n%s", sc.name, title, table)
 			}
 		}
+	}
+	if !strings.Contains(doc, "the part backed by files (RssFile") || !strings.Contains(doc, bareProxyTitle+" ") {
+		t.Errorf("the report does not give each process's file-backed RSS:\n%s", doc)
 	}
 	checks := sectionOf(doc, "### Payments against answers")
 	if n := strings.Count(checks, "| equal |"); n != len(titles)*len(c.scenarios()) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -126,21 +125,30 @@ func (p *proc) rss() (int64, error) {
 	return rssOf(p.cmd.Process.Pid)
 }
 
-func rssOf(pid int) (int64, error) {
+// fileRSS is the part of rss backed by files: the program's own pages,
+// shared with the page cache and the same whatever the load.
+func (p *proc) fileRSS() (int64, error) {
+	return statusBytes(p.cmd.Process.Pid, "RssFile")
+}
+
+func rssOf(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// statusBytes reads a "kB" field of /proc/PID/status.
+func statusBytes(pid int, field string) (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("loadbench: /proc/%d/status VmRSS %q: %w", pid, v, err)
+				return 0, fmt.Errorf("loadbench: /proc/%d/status %s %q: %w", pid, field, v, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, errors.New("loadbench: no VmRSS in /proc status")
+	return 0, fmt.Errorf("loadbench: no %s in /proc/%d/status", field, pid)
 }
 
 // cpuTime is the CPU time (user and system) process pid has used, from

@@ -135,8 +135,12 @@ var goals = []goal{
 	{"what the CPU allows it: guarded upstream's CPU per call (clients and server) / the proxy's (clients, proxy, upstream)", cpuRatio("closed", "guarded", "proxy-sqlite"), times, ""},
 	{"proxy (SQLite) p99 / guarded upstream p99, 100 clients", ratioOf("closed", "proxy-sqlite", "guarded", p99), times, "<= 1.5"},
 	{"proxy (SQLite) p50 / guarded upstream p50, 100 clients (a closed loop's latency is its clients over its calls/s)", ratioOf("closed", "proxy-sqlite", "guarded", p50), times, ""},
+	{"proxy (SQLite) over the bare upstream / guarded upstream, calls/s, 100 clients: the two ways to guard a server", ratioOf("closed", "proxy-bare", "guarded", perSec), times, ">= 0.8"},
+	{"what the CPU allows it: guarded upstream's CPU per call / that of the proxy over the bare upstream (clients, proxy, upstream)", cpuRatio("closed", "guarded", "proxy-bare"), times, ""},
+	{"proxy (SQLite) over the bare upstream p99 / guarded upstream p99, 100 clients", ratioOf("closed", "proxy-bare", "guarded", p99), times, "<= 1.5"},
 	{"guarded upstream p99 / its p50, 100 clients", tailOf("closed", "guarded"), times, "<= 10"},
 	{"proxy (SQLite) p99 / its p50, 100 clients", tailOf("closed", "proxy-sqlite"), times, "<= 10"},
+	{"proxy (SQLite) over the bare upstream p99 / its p50, 100 clients", tailOf("closed", "proxy-bare"), times, "<= 10"},
 	{"proxy (PostgreSQL) / proxy (SQLite), calls/s, 100 clients", ratioOf("closed", "proxy-pg", "proxy-sqlite", perSec), times, ">= 0.7"},
 	{"proxy (SQLite) RSS at 200 clients", rssIn("hot", "proxy-sqlite"), megabytes, "<= 100 MB"},
 	{"proxy (PostgreSQL) RSS at 200 clients", rssIn("hot", "proxy-pg"), megabytes, "<= 100 MB"},
@@ -205,6 +209,7 @@ type run struct {
 	order      []contender
 	results    map[string]map[string]outcome // scenario -> contender -> figures
 	after      map[string]int64              // contender -> RSS after the settle
+	afterFile  map[string]int64              // contender -> the file-backed part of it
 	loads      []float64                     // the load average at each slice's start
 	loadBefore float64
 	checks     []check
@@ -221,7 +226,8 @@ func render(r run) string {
 		"payments example (examples/payments) with its key in `_meta`. The contenders run turn about:\n" +
 		"each scenario is split into rounds, every round gives each contender one slice, and the order\n" +
 		"rotates from round to round, so each met the same machine. The proxies' upstream is the guarded\n" +
-		"example. calls/s counts calls answered with a result; p50, p99 and max are over every call\n" +
+		"example, but for the proxy over the bare upstream: the proxy as the only guard, the other way to\n" +
+		"protect a server than its own guard. calls/s counts calls answered with a result; p50, p99 and max are over every call\n" +
 		"answered, timed from when it was sent (fixed rate: from when it was due). RSS is the largest\n" +
 		"resident set of the process the clients talk to (of either proxy of the pair), sampled every\n" +
 		"100 ms from /proc.\n\n")
@@ -299,6 +305,16 @@ func render(r run) string {
 			}
 		}
 		b.WriteString(strings.Join(parts, "; ") + ".\n")
+		parts = parts[:0]
+		for _, c := range r.order {
+			if v, ok := r.afterFile[c.name]; ok {
+				parts = append(parts, fmt.Sprintf("%s %s", c.title, megabytes(float64(v))))
+			}
+		}
+		if len(parts) > 0 {
+			b.WriteString("\nOf each RSS above, the part backed by files (RssFile: the program's own code and\n" +
+				"read-only data, shared with the page cache, the same from start to end): " + strings.Join(parts, "; ") + ".\n")
+		}
 	}
 	if len(r.notes) > 0 {
 		b.WriteString("\n")
