@@ -8,13 +8,14 @@ import (
 // ReleaseMemory implements ledger.MemoryReleaser. Each SQLite connection
 // keeps a page cache of up to 2 MiB (cache_size's default) and its
 // prepared statements for as long as it lives, in C memory the Go
-// collector never sees: after a burst the store's connections held about
-// 11 MB. ReleaseMemory closes the idle read connections (the next read
+// collector never sees. ReleaseMemory closes the idle read connections (the next read
 // opens one again, in well under a millisecond) and asks the write
 // connection to drop the cache pages no transaction holds (PRAGMA
 // shrink_memory, sqlite3_db_release_memory), then hands the C heap's free
 // pages back to the system (glibc keeps them in its per-thread arenas
-// otherwise: about 4 MB after a burst of 200 clients). It waits only for a
+// otherwise). After a burst of 200 clients through agentctl proxy, SQLite's
+// own memory fell from 4.9 MB to 2.2 MB and the trim gave back about 4 MB
+// of the arenas. It waits only for a
 // write in progress, never changes a record, and is a no-op on a closed
 // store.
 func (s *Store) ReleaseMemory(ctx context.Context) error {
