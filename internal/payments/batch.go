@@ -110,6 +110,9 @@ func (w *writer) run() {
 			}
 		}
 		w.commit(batch)
+		// Each job holds its handler's context; the array reused for the
+		// next batch must not keep them (and their sessions) alive.
+		clear(batch)
 	}
 }
 

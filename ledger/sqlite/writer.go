@@ -152,6 +152,10 @@ func (s *Store) writer() {
 			s.queue = s.queue[:rest]
 			s.wmu.Unlock()
 			s.runBatch(batch)
+			// The ops hold their callers' contexts, and through them
+			// whatever those carry (a server's whole session): the
+			// array must not keep them once the batch is done.
+			clear(batch)
 		}
 	}
 }

@@ -221,7 +221,7 @@ func execute(ctx context.Context, c config, logw io.Writer) (err error) {
 			}
 			if c.profile != "" && p.pprof != "" {
 				// What the process still holds once the load is over.
-				for what, q := range map[string]string{"after.goroutine.txt": "goroutine?debug=1", "after.heap.pb.gz": "heap", "after.memstats.txt": "heap?debug=1"} {
+				for what, q := range map[string]string{"after.goroutine.txt": "goroutine?debug=1", "after.heap.pb.gz": "heap?gc=1", "after.memstats.txt": "heap?debug=1"} {
 					if err := download(ctx, p.pprof+q, filepath.Join(c.profile, p.name+"."+what)); err != nil {
 						logf("profile: %s %s: %v", p.name, what, err)
 					}
