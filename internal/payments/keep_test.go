@@ -3,7 +3,6 @@ package payments_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/internal/gctest"
 	"github.com/mcpledger/mcpledger/internal/payments"
 )
 
@@ -83,31 +83,10 @@ func TestClosedSessionsAreFreed(t *testing.T) {
 	// A call is answered once its job is done, while the writer may still
 	// be finishing the batch: collect until everything is gone, up to
 	// 10 s. Kept by a batch array, it would stay until the next batch.
-	if kept := keptAfter(10*time.Second, sessions); kept > 0 {
+	if kept := gctest.Kept(10*time.Second, sessions); kept > 0 {
 		t.Errorf("%d of %d closed sessions still reachable after 10 s; the App must keep nothing of a closed session", kept, n)
 	}
-	if kept := keptAfter(10*time.Second, seen); kept > 0 {
+	if kept := gctest.Kept(10*time.Second, seen); kept > 0 {
 		t.Errorf("%d of %d calls' contexts still reachable 10 s after they were answered; the App must drop them", kept, n)
-	}
-}
-
-// keptAfter collects until every pointer in ps is gone or d has passed,
-// and returns how many are still there.
-func keptAfter[T any](d time.Duration, ps []weak.Pointer[T]) int {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		runtime.GC()
-		kept := 0
-		for _, p := range ps {
-			if p.Value() != nil {
-				kept++
-			}
-		}
-		if kept == 0 || time.Now().After(deadline) {
-			return kept
-		}
-		<-tick.C
 	}
 }

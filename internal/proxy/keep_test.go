@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/internal/gctest"
 	"github.com/mcpledger/mcpledger/internal/proxy"
 )
 
@@ -86,21 +86,8 @@ func TestClosedHostSessionsAreFreed(t *testing.T) {
 	}
 	// The host sessions end on the proxy's side in goroutines of their
 	// own (the upstream session is closed after the host's), a little
-	// after Close returns: collect until they are gone, up to 10 s.
-	kept := len(sessions)
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for kept > 0 && time.Now().Before(deadline) {
-		<-tick.C
-		runtime.GC()
-		kept = 0
-		for _, s := range sessions {
-			if s.Value() != nil {
-				kept++
-			}
-		}
-	}
+	// after Close returns: gctest.Kept waits for them, up to 10 s.
+	kept := gctest.Kept(10*time.Second, sessions)
 	if kept > 0 {
 		t.Errorf("%d of %d closed host sessions still reachable 10 s after they closed; the proxy must keep nothing of them", kept, n)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 	"weak"
 
+	"github.com/mcpledger/mcpledger/internal/gctest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -56,28 +56,7 @@ func TestWriterKeepsNoCallerContext(t *testing.T) {
 	// A claim returns once its op is done, while the writer may still be
 	// finishing the batch: collect until the markers are gone, up to 10 s.
 	// Kept by the batch array, they would stay until the next batch.
-	if kept := keptAfter(10*time.Second, markers); kept > 0 {
+	if kept := gctest.Kept(10*time.Second, markers); kept > 0 {
 		t.Errorf("%d of %d claims' contexts still reachable 10 s after the claims returned; the store must drop them", kept, n)
-	}
-}
-
-// keptAfter collects until every pointer in ps is gone or d has passed,
-// and returns how many are still there.
-func keptAfter[T any](d time.Duration, ps []weak.Pointer[T]) int {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		runtime.GC()
-		kept := 0
-		for _, p := range ps {
-			if p.Value() != nil {
-				kept++
-			}
-		}
-		if kept == 0 || time.Now().After(deadline) {
-			return kept
-		}
-		<-tick.C
 	}
 }
