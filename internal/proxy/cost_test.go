@@ -51,6 +51,21 @@ func costUpstream(t *testing.T) (url string, execs *atomic.Int64) {
 	return ts.URL, execs
 }
 
+// httpProxy serves a proxy (SQLite ledger, no idle release) over
+// streamable HTTP on 127.0.0.1 in front of the upstream at upURL, and
+// returns it with its front server.
+func httpProxy(t *testing.T, upURL string) (*proxy.Proxy, *httptest.Server) {
+	t.Helper()
+	p := startProxy(t, newStore(t), func(context.Context) (mcp.Transport, error) {
+		// As agentctl proxy --url: the pooled transport, and the
+		// upstream's event stream on.
+		return &mcp.StreamableClientTransport{Endpoint: upURL}, nil
+	}, &proxy.Options{IdleRelease: -1})
+	front := httptest.NewServer(p.HTTPHandler(nil))
+	t.Cleanup(front.Close)
+	return p, front
+}
+
 // openHosts connects n host sessions to url, as agentctl's hosts do
 // (go-sdk's streamable client with its event stream), each making one
 // call with arguments of its own; it returns them open.
@@ -124,13 +139,7 @@ func TestHostSessionCost(t *testing.T) {
 	}
 	const n = 40
 	upURL, execs := costUpstream(t)
-	p := startProxy(t, newStore(t), func(context.Context) (mcp.Transport, error) {
-		// As agentctl proxy --url: the pooled transport, and the
-		// upstream's event stream on.
-		return &mcp.StreamableClientTransport{Endpoint: upURL}, nil
-	}, &proxy.Options{IdleRelease: -1})
-	front := httptest.NewServer(p.HTTPHandler(nil))
-	t.Cleanup(front.Close)
+	_, front := httpProxy(t, upURL)
 	// One host first, through the proxy: what the first call sets up
 	// once (the redaction rules, the ledger's statements) is not a
 	// session's cost.

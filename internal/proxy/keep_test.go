@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/internal/gctest"
-	"github.com/mcpledger/mcpledger/internal/proxy"
 )
 
 // Host sessions that called together over streamable HTTP and closed
@@ -28,11 +26,7 @@ func TestClosedHostSessionsAreFreed(t *testing.T) {
 	}
 	const n = 24
 	upURL, execs := costUpstream(t)
-	p := startProxy(t, newStore(t), func(context.Context) (mcp.Transport, error) {
-		return &mcp.StreamableClientTransport{Endpoint: upURL}, nil
-	}, &proxy.Options{IdleRelease: -1})
-	front := httptest.NewServer(p.HTTPHandler(nil))
-	t.Cleanup(front.Close)
+	p, front := httpProxy(t, upURL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
