@@ -1,6 +1,9 @@
 package ledger
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // This file is what a state means, one row per state, for every consumer:
 // the callers of each SDK, the server middleware, the proxy, the CLI and
@@ -146,19 +149,28 @@ func RowOf(s State) Row {
 //   - A RETRYABLE record whose server last said the key is in progress
 //     there (ReasonInProgress) is running at the server: it reads in
 //     progress with PROCESSING's exit, since a new key would run it twice.
+//     One that an upstream ledger holds for a person's approval
+//     (UpstreamKind(StatePendingApproval)) reads awaiting approval, with
+//     PENDING_APPROVAL's exit.
 //
 // Every other kind leaves RowOf(s).
 func RowFor(s State, kind string) Row {
 	r := RowOf(s)
+	as := func(p Row) { r.Ran, r.Exit, r.ExitReason = p.Ran, p.Exit, p.ExitReason }
 	switch {
 	case s == StateRejected && (kind == KindNoAnswer || kind == KindApprovalExpired || kind == KindOwnerDead):
 		r.ExitReason = ExitReasonUnconfirmed
 	case s == StateRetryable && kind == ReasonInProgress:
-		p := rows[StateProcessing]
-		r.Ran, r.Exit, r.ExitReason = p.Ran, p.Exit, p.ExitReason
+		as(rows[StateProcessing])
+	case s == StateRetryable && kind == UpstreamKind(StatePendingApproval):
+		as(rows[StatePendingApproval])
 	}
 	return r
 }
+
+// UpstreamKind is the error kind of a caller's record that an upstream
+// ledger's answer in s settled (a proxy's marker or error data).
+func UpstreamKind(s State) string { return "upstream_" + strings.ToLower(string(s)) }
 
 // Rows lists the rows in the order of States.
 func Rows() []Row {

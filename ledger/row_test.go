@@ -96,6 +96,8 @@ func TestRowsExitReasons(t *testing.T) {
 		{ledger.StateRejected, ledger.KindOwnerDead, ledger.ExitReasonUnconfirmed, ledger.ExitUsage, ledger.RanNo, false, "the asker died"},
 		{ledger.StateRejected, ledger.KindRefused, ledger.ExitReasonRejected, ledger.ExitUsage, ledger.RanNo, true, "the server refused"},
 		{ledger.StateRetryable, ledger.ReasonInProgress, ledger.ExitReasonInProgress, ledger.ExitUnknown, ledger.RanMaybe, false, "the server runs it"},
+		{ledger.StateRetryable, ledger.UpstreamKind(ledger.StatePendingApproval), ledger.ExitReasonAwaiting, ledger.ExitAwaiting, ledger.RanNo, false, "a person must approve it upstream"},
+		{ledger.StateRetryable, ledger.UpstreamKind(ledger.StateRetryable), ledger.ExitReasonNotSent, ledger.ExitUnreachable, ledger.RanNo, true, "not run upstream"},
 		{ledger.StateRetryable, "not_sent", ledger.ExitReasonNotSent, ledger.ExitUnreachable, ledger.RanNo, true, "never sent"},
 		{ledger.StateUnknown, ledger.KindNoAnswer, ledger.ExitReasonUnknown, ledger.ExitUnknown, ledger.RanMaybe, true, "a kind does not change UNKNOWN"},
 		{ledger.StateProcessing, ledger.ReasonInProgress, ledger.ExitReasonInProgress, ledger.ExitUnknown, ledger.RanMaybe, true, "in progress"},

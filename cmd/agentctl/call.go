@@ -582,7 +582,7 @@ func rejection(err error) string {
 }
 
 // upstreamDenied is the error kind of a record an upstream ledger denied.
-const upstreamDenied = "upstream_denied"
+var upstreamDenied = ledger.UpstreamKind(ledger.StateDenied)
 
 // deniedError says who denied the call and why, from the ledger record, and
 // how to run it after all.

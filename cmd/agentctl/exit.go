@@ -234,15 +234,20 @@ func callRecord(err error) (key string, state ledger.State, ok bool) {
 }
 
 // callKind says why a call ended in its record's state, for
-// ledger.RowFor: the record's error kind, the server's "in progress" when
-// that was its last answer, or no answer when the confirmation said so
-// and the record could not be read.
+// ledger.RowFor: an upstream's hold for approval when the client says so,
+// the server's "in progress" when that was its last answer, else
+// the record's error kind, or no answer when the confirmation said so and
+// the record could not be read.
 func callKind(rec *ledger.Record, err error) string {
 	kind := ""
 	if rec != nil {
 		kind = rec.ErrorKind
 	}
 	switch {
+	case errors.Is(err, client.ErrAwaitingApproval):
+		// Of a RETRYABLE record: the upstream holds it for a person (and
+		// answered -31002 in_progress, which says no more).
+		return ledger.UpstreamKind(ledger.StatePendingApproval)
 	case retry.Reason(err) == retry.ReasonInProgress:
 		return ledger.ReasonInProgress
 	case kind == "" && (errors.Is(err, confirm.ErrNoConfirmer) || errors.Is(err, confirm.ErrNoAnswer) || errors.Is(err, confirm.ErrAborted)):

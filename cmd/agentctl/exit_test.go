@@ -99,6 +99,7 @@ func TestRecordReason(t *testing.T) {
 		{"not sent, timed out", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateRetryable), false, true, reasonTimeout, exitUnreachable},
 		{"not sent, interrupted", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateRetryable), true, false, reasonInterrupted, exitInterrupted},
 		{"awaiting approval", clientErr(client.ErrAwaitingApproval, ledger.StatePendingApproval), false, false, reasonAwaitingApproval, exitAwaiting},
+		{"awaiting approval at a proxy", clientErr(fmt.Errorf("%w %w", client.ErrAwaitingApproval, &client.UpstreamApproval{Key: "up"}), ledger.StateRetryable), false, false, reasonAwaitingApproval, exitAwaiting},
 		{"awaiting approval, interrupted", clientErr(client.ErrAwaitingApproval, ledger.StatePendingApproval), true, false, reasonAwaitingApproval, exitAwaiting},
 		{"failed without a result", clientErr(errors.New("ended as FAILED without a stored result"), ledger.StateFailed), false, false, reasonToolError, exitFailed},
 	}
