@@ -552,7 +552,7 @@ func (a *app) readRecord(ctx context.Context, tool, key string) *ledger.Record {
 // unconfirmedError says that no one confirmed a call (why says what the
 // confirmation came to), and how to run it.
 func unconfirmedError(tool, keyText, why string) error {
-	return fmt.Errorf("%s needs confirmation and no one confirmed it%s (%s); nothing ran; answer the prompt on a terminal, or run it again with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText, ledger.OneLine(why, 200))
+	return fmt.Errorf("%s%s needs confirmation and no one confirmed it: %s; nothing ran; answer the prompt on a terminal, or run it again with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText, ledger.OneLine(why, 200))
 }
 
 // unknownError says that the call may have run, what made it unknown (in
