@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
@@ -115,7 +114,7 @@ func (c *Caller[P, R]) report(op *operation[P], res R, raw json.RawMessage, atte
 		// becomes.
 		if up, _ := ledger.Upstream(st); up != ledger.OnFailed && up != ledger.OnSucceeded {
 			return ledger.Report{On: up, Result: raw, Compacted: compacted, Attempts: attempts,
-				ErrorKind: "upstream_" + strings.ToLower(string(st)), ErrorMessage: ledger.OneLine(c.codec.Text(res), 500)}, nil
+				ErrorKind: ledger.UpstreamKind(st), ErrorMessage: ledger.OneLine(c.codec.Text(res), 500)}, nil
 		}
 	}
 	return ledger.Report{On: ledger.OnFailed, Result: raw, Compacted: compacted, Attempts: attempts}, nil

@@ -1,6 +1,9 @@
 package ledger
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // This file is what a state means, one row per state, for every consumer:
 // the callers of each SDK, the server middleware, the proxy, the CLI and
@@ -46,6 +49,20 @@ const (
 	ExitInterrupted = 130
 )
 
+// The reasons agentctl's --json errors give a call that ended in a state
+// (Row.ExitReason), beside the exit code: a script branches on the reason,
+// a shell on the code.
+const (
+	ExitReasonAwaiting    = "awaiting_approval"
+	ExitReasonInProgress  = "in_progress"
+	ExitReasonToolError   = "tool_error"
+	ExitReasonNotSent     = "unreachable"
+	ExitReasonRejected    = "rejected"
+	ExitReasonUnconfirmed = "confirmation_needed"
+	ExitReasonUnknown     = "outcome_unknown"
+	ExitReasonDenied      = "denied"
+)
+
 // Row is everything a consumer needs to know about a call that ended in
 // State.
 type Row struct {
@@ -71,8 +88,10 @@ type Row struct {
 	// marker or error data) means for the caller's own PROCESSING record:
 	// the trigger the caller records.
 	Upstream Trigger
-	// Exit is agentctl's exit code.
-	Exit int
+	// Exit is agentctl's exit code, and ExitReason the reason of its
+	// --json error ("" for SUCCEEDED: a result, not an error).
+	Exit       int
+	ExitReason string
 }
 
 // Whether the tool ran, in a row.
@@ -85,21 +104,21 @@ const (
 // rows has one row per state, in the order of States.
 var rows = map[State]Row{
 	StatePendingApproval: {Act: ActWait, Ran: RanNo, Outcome: OutcomeAwaiting,
-		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Exit: ExitAwaiting},
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Exit: ExitAwaiting, ExitReason: ExitReasonAwaiting},
 	StateProcessing: {Act: ActWait, Ran: RanMaybe, Outcome: OutcomeInProgress,
-		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Exit: ExitUnknown},
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonInProgress},
 	StateSucceeded: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeSucceeded,
 		Upstream: OnSucceeded, Exit: ExitOK},
 	StateFailed: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeFailed,
-		Upstream: OnFailed, Exit: ExitFailed},
+		Upstream: OnFailed, Exit: ExitFailed, ExitReason: ExitReasonToolError},
 	StateRetryable: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeNotSent,
-		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Exit: ExitUnreachable},
+		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Exit: ExitUnreachable, ExitReason: ExitReasonNotSent},
 	StateRejected: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeRejected,
-		Upstream: OnRefused, Exit: ExitUsage},
+		Upstream: OnRefused, Exit: ExitUsage, ExitReason: ExitReasonRejected},
 	StateUnknown: {Act: ActReconcile, Ran: RanMaybe, Outcome: OutcomeUnknown,
-		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Exit: ExitUnknown},
+		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonUnknown},
 	StateDenied: {Act: ActDenied, Final: true, Ran: RanNo, Outcome: OutcomeDenied,
-		Upstream: OnDeny, Exit: ExitDenied},
+		Upstream: OnDeny, Exit: ExitDenied, ExitReason: ExitReasonDenied},
 }
 
 func init() {
@@ -118,6 +137,40 @@ func RowOf(s State) Row {
 	}
 	return rows[StateUnknown]
 }
+
+// RowFor is the row of a call that ended in s, where kind says why it
+// ended there (the record's error kind, or the reason of the server's
+// last answer). Two kinds change what a person reads and does:
+//
+//   - A REJECTED record no one confirmed (KindNoAnswer, KindApprovalExpired,
+//     or KindOwnerDead: the asking process died) reads
+//     confirmation_needed, not rejected: the fix is an answer, not other
+//     arguments. Nothing ran either way.
+//   - A RETRYABLE record whose server last said the key is in progress
+//     there (ReasonInProgress) is running at the server: it reads in
+//     progress with PROCESSING's exit, since a new key would run it twice.
+//     One that an upstream ledger holds for a person's approval
+//     (UpstreamKind(StatePendingApproval)) reads awaiting approval, with
+//     PENDING_APPROVAL's exit.
+//
+// Every other kind leaves RowOf(s).
+func RowFor(s State, kind string) Row {
+	r := RowOf(s)
+	as := func(p Row) { r.Ran, r.Exit, r.ExitReason = p.Ran, p.Exit, p.ExitReason }
+	switch {
+	case s == StateRejected && (kind == KindNoAnswer || kind == KindApprovalExpired || kind == KindOwnerDead):
+		r.ExitReason = ExitReasonUnconfirmed
+	case s == StateRetryable && kind == ReasonInProgress:
+		as(rows[StateProcessing])
+	case s == StateRetryable && kind == UpstreamKind(StatePendingApproval):
+		as(rows[StatePendingApproval])
+	}
+	return r
+}
+
+// UpstreamKind is the error kind of a caller's record that an upstream
+// ledger's answer in s settled (a proxy's marker or error data).
+func UpstreamKind(s State) string { return "upstream_" + strings.ToLower(string(s)) }
 
 // Rows lists the rows in the order of States.
 func Rows() []Row {

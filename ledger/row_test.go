@@ -63,3 +63,53 @@ func TestRowsAgreeWithStates(t *testing.T) {
 		t.Errorf("RowOf(BOGUS) is the row of %s; want UNKNOWN's", got)
 	}
 }
+
+// Every state but SUCCEEDED gives agentctl a --json reason, and one
+// reason never stands for two exit codes, so a script that branches on
+// the reason and a shell that branches on the code agree.
+func TestRowsExitReasons(t *testing.T) {
+	exitOf := map[string]int{}
+	check := func(what string, r ledger.Row) {
+		t.Helper()
+		if (r.ExitReason == "") != (r.Exit == ledger.ExitOK) {
+			t.Errorf("%s: exit %d with reason %q; want a reason exactly for the exits that are errors", what, r.Exit, r.ExitReason)
+		}
+		if code, ok := exitOf[r.ExitReason]; ok && code != r.Exit {
+			t.Errorf("%s: reason %s exits %d here and %d elsewhere", what, r.ExitReason, r.Exit, code)
+		}
+		exitOf[r.ExitReason] = r.Exit
+	}
+	for _, r := range ledger.Rows() {
+		check("RowOf("+string(r.State)+")", r)
+	}
+	for _, tc := range []struct {
+		state      ledger.State
+		kind       string
+		reason     string
+		exit       int
+		ran        string
+		sameAsRow  bool
+		whatItSays string
+	}{
+		{ledger.StateRejected, ledger.KindNoAnswer, ledger.ExitReasonUnconfirmed, ledger.ExitUsage, ledger.RanNo, false, "no one answered"},
+		{ledger.StateRejected, ledger.KindApprovalExpired, ledger.ExitReasonUnconfirmed, ledger.ExitUsage, ledger.RanNo, false, "the approval expired"},
+		{ledger.StateRejected, ledger.KindOwnerDead, ledger.ExitReasonUnconfirmed, ledger.ExitUsage, ledger.RanNo, false, "the asker died"},
+		{ledger.StateRejected, ledger.KindRefused, ledger.ExitReasonRejected, ledger.ExitUsage, ledger.RanNo, true, "the server refused"},
+		{ledger.StateRetryable, ledger.ReasonInProgress, ledger.ExitReasonInProgress, ledger.ExitUnknown, ledger.RanMaybe, false, "the server runs it"},
+		{ledger.StateRetryable, ledger.UpstreamKind(ledger.StatePendingApproval), ledger.ExitReasonAwaiting, ledger.ExitAwaiting, ledger.RanNo, false, "a person must approve it upstream"},
+		{ledger.StateRetryable, ledger.UpstreamKind(ledger.StateRetryable), ledger.ExitReasonNotSent, ledger.ExitUnreachable, ledger.RanNo, true, "not run upstream"},
+		{ledger.StateRetryable, "not_sent", ledger.ExitReasonNotSent, ledger.ExitUnreachable, ledger.RanNo, true, "never sent"},
+		{ledger.StateUnknown, ledger.KindNoAnswer, ledger.ExitReasonUnknown, ledger.ExitUnknown, ledger.RanMaybe, true, "a kind does not change UNKNOWN"},
+		{ledger.StateProcessing, ledger.ReasonInProgress, ledger.ExitReasonInProgress, ledger.ExitUnknown, ledger.RanMaybe, true, "in progress"},
+	} {
+		r := ledger.RowFor(tc.state, tc.kind)
+		if r.ExitReason != tc.reason || r.Exit != tc.exit || r.Ran != tc.ran || r.State != tc.state {
+			t.Errorf("RowFor(%s, %s) (%s) = %s reason %s exit %d ran %s; want %s, %s, %d, %s",
+				tc.state, tc.kind, tc.whatItSays, r.State, r.ExitReason, r.Exit, r.Ran, tc.state, tc.reason, tc.exit, tc.ran)
+		}
+		if same := r == ledger.RowOf(tc.state); same != tc.sameAsRow {
+			t.Errorf("RowFor(%s, %s) == RowOf(%s) is %v; want %v", tc.state, tc.kind, tc.state, same, tc.sameAsRow)
+		}
+		check("RowFor("+string(tc.state)+", "+tc.kind+")", r)
+	}
+}

@@ -352,10 +352,11 @@ func (a *app) printOutcome(tool string, out *client.Outcome) error {
 	return nil
 }
 
-// toolError is the exit of an isError result. A proxy (agentctl proxy)
-// answers a call its ledger did not complete with an error result whose
-// _meta names the record's state; that state, not "the tool failed",
-// decides the exit code.
+// toolError is the exit of an isError result: the row of the call's
+// record, or of the state a proxy (agentctl proxy) named in the result's
+// _meta when the ledger keeps no record of the call (a read); a proxy
+// answers a call its ledger did not complete that way, and that state,
+// not "the tool failed", decides the exit code.
 func (a *app) toolError(tool string, out *client.Outcome) *exitError {
 	key, state := out.Key, ledger.StateFailed
 	if m, ok := out.Result.Meta[wire.MetaError].(map[string]any); ok {
@@ -366,12 +367,16 @@ func (a *app) toolError(tool string, out *client.Outcome) *exitError {
 			key = k
 		}
 	}
-	reason := stateReason(state)
+	if out.Record != nil {
+		state = out.Record.State
+	}
+	row := ledger.RowOf(state)
 	text := boundLine(resultText(out.Result))
-	e := &exitError{reason: reason, key: key, state: string(state)}
-	switch reason {
-	case "":
-		e.reason = reasonToolError
+	e := &exitError{reason: row.ExitReason, exit: row.Exit, fromRow: true, key: key, state: string(state)}
+	switch row.ExitReason {
+	case "", reasonToolError:
+		// An isError result is the tool's answer: it ran and said no.
+		e.reason, e.exit, e.fromRow = reasonToolError, exitFailed, false
 		if key == "" {
 			// A read the ledger does not keep: the next call reads again.
 			e.err = fmt.Errorf("%s returned a tool error: %s", tool, text)
@@ -392,19 +397,25 @@ func (a *app) toolError(tool string, out *client.Outcome) *exitError {
 	return e
 }
 
-// callError maps a failed call to its reason (hence its exit code) and one
-// line naming the fix. ctx is the run's context (cancelled by a signal),
-// runCtx the call's (also bounded by --timeout).
+// callError maps a failed call to its reason and exit code, and one line
+// naming the fix. A call that left a record is answered by the row of the
+// record's state (recordError); only a call that left none (nothing was
+// sent) is classified by its error chain. ctx is the run's context
+// (cancelled by a signal), runCtx the call's (also bounded by --timeout).
 func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, err error) error {
-	var key string
-	var state ledger.State
-	if ce, ok := errors.AsType[*client.Error](err); ok {
-		key, state = ce.Key, ce.State
-	}
 	interrupted := ctx.Err() != nil
 	timedOut := !interrupted && errors.Is(context.Cause(runCtx), errCallTimeout)
-	reason := callReason(err, state, interrupted, timedOut)
-	if ee, ok := errors.AsType[*exitError](err); ok {
+	if key, state, ok := callRecord(err); ok {
+		// A person's Ctrl-C at the prompt ends it as a signal would.
+		aborted := interrupted || errors.Is(err, confirm.ErrAborted)
+		return a.recordError(ctx, tool, f, key, state, err, aborted, timedOut)
+	}
+	var key string
+	if ce, ok := errors.AsType[*client.Error](err); ok {
+		key = ce.Key
+	}
+	reason := callReason(err, interrupted, timedOut)
+	if ee, ok := errors.AsType[*exitError](err); ok && ee.reason == reason {
 		// Already explained (connecting, listing tools), unless it
 		// failed because --timeout ran out or a signal came.
 		switch {
@@ -412,6 +423,8 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 			reason = reasonTimeout
 		case ee.reason == reasonUnreachable && interrupted:
 			reason = reasonInterrupted
+		case ee.reason == reasonUnreachable:
+			return &exitError{reason: reasonUnreachable, err: fmt.Errorf("nothing ran: %w", ee.err)}
 		default:
 			return err
 		}
@@ -428,44 +441,25 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 	if key != "" {
 		keyText = " (key " + key + ")"
 	}
-	e := &exitError{reason: reason, key: key, state: string(state)}
+	e := &exitError{reason: reason, key: key}
 	switch reason {
 	case reasonKeyReused:
-		// The state is the first call's; this call recorded nothing.
-		e.state = ""
 		e.err = fmt.Errorf("key %s was already used for %s with other arguments; nothing ran; pass another --key, or the arguments of the first call", orDash(key), tool)
 	case reasonArgumentsTooLarge:
 		e.err = fmt.Errorf("the arguments of %s are too large for the ledger: %v; nothing ran; send a reference (a URL, a file id) instead of the content", tool, err)
 	case reasonNoConfirmer:
-		e.err = fmt.Errorf("%s needs confirmation and no one could be asked%s; nothing ran; run it again on a terminal, or with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText)
-	case reasonDenied:
-		return a.deniedError(ctx, tool, key)
+		e.err = unconfirmedError(tool, keyText, "no one could be asked")
 	case reasonRejected:
 		e.err = fmt.Errorf("the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
-	case reasonAwaitingApproval:
-		return a.awaitingError(tool, key, err)
 	case reasonOutcomeUnknown:
-		if errors.Is(err, context.Canceled) && state == "" {
+		if errors.Is(err, context.Canceled) {
 			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
 			break
 		}
-		// What made it unknown, in the client's words after its sentinel.
-		why := err.Error()
-		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != nil {
-			why = ce.Err.Error()
-		}
-		why = strings.TrimPrefix(strings.TrimPrefix(why, client.ErrOutcomeUnknown.Error()), ": ")
-		if why != "" {
-			why = " (" + ledger.OneLine(why, 200) + ")"
-		}
-		e.err = fmt.Errorf("the outcome of %s%s is unknown%s: run the same command again (a key-aware server answers with what happened, and runs it only if it did not), or check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, why, orDash(key))
+		e.err = unknownError(tool, key, err)
 	case reasonTimeout:
 		e.err = fmt.Errorf("%s%s gave up after --timeout %s before the request was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
 	case reasonInterrupted:
-		if errors.Is(err, client.ErrRejected) {
-			e.err = fmt.Errorf("interrupted at the confirmation of %s%s; nothing ran and nothing final was recorded; run the same command again to be asked again", tool, keyText)
-			break
-		}
 		e.err = fmt.Errorf("%s%s was interrupted before it was sent; nothing ran; run the same command again", tool, keyText)
 	case reasonInProgress:
 		e.err = fmt.Errorf("%s%s is still in progress elsewhere; look later with agentctl ledger show %s", tool, keyText, orDash(key))
@@ -475,16 +469,108 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 		// run explains it once the client has closed: closing writes the
 		// call events, which may wait for the lock too.
 		return err
-	case reasonLedgerUnreachable, reasonLedgerInvalid, reasonUsage, reasonInvalidArgument, reasonInvalidKey:
-		e.err = err
 	default:
-		if state == ledger.StateFailed {
-			e.err = fmt.Errorf("%s failed%s and will not be retried: %v; fix the arguments (see agentctl tools) and call again", tool, keyText, errors.Unwrap(err))
-			break
-		}
 		e.err = err
 	}
 	return e
+}
+
+// recordError is the error of a call that left its record in state: the
+// reason, the exit code and what the message says happened are the row's
+// (ledger.RowFor); the error chain adds only its details.
+func (a *app) recordError(ctx context.Context, tool string, f *callFlags, key string, state ledger.State, err error, interrupted, timedOut bool) error {
+	rec := a.readRecord(ctx, tool, key)
+	if rec != nil && rec.State != state {
+		rec = nil // not what the call saw: the call's own word stands
+	}
+	row := ledger.RowFor(state, callKind(rec, err))
+	reason, code := rowReason(row, interrupted, timedOut)
+	fromRow := func(err error) error {
+		if e, ok := errors.AsType[*exitError](err); ok {
+			e.reason, e.exit, e.fromRow, e.key, e.state = reason, code, true, key, string(state)
+		}
+		return err
+	}
+	keyText := " (key " + key + ")"
+	e := &exitError{}
+	switch reason {
+	case reasonInterrupted:
+		if row.ExitReason == ledger.ExitReasonUnconfirmed {
+			e.err = fmt.Errorf("interrupted at the confirmation of %s%s; nothing ran and nothing final was recorded; run the same command again to be asked again", tool, keyText)
+			break
+		}
+		e.err = fmt.Errorf("%s%s was interrupted before it was sent; nothing ran; run the same command again", tool, keyText)
+	case reasonTimeout:
+		e.err = fmt.Errorf("%s%s gave up after --timeout %s before the request was sent, so nothing ran; run it again with a longer --timeout once %s answers", tool, keyText, f.timeout, f.up.label())
+	case reasonAwaitingApproval:
+		return fromRow(a.awaitingError(tool, key, err))
+	case reasonDenied:
+		return fromRow(a.deniedError(tool, key, rec))
+	case reasonNoConfirmer:
+		why := "no one could be asked"
+		if rec != nil && rec.ErrorMessage != "" {
+			why = rec.ErrorMessage
+		}
+		e.err = unconfirmedError(tool, keyText, why)
+	case reasonRejected:
+		e.err = fmt.Errorf("the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
+	case reasonOutcomeUnknown:
+		e.err = unknownError(tool, key, err)
+	case reasonInProgress:
+		e.err = fmt.Errorf("%s%s is still in progress elsewhere; run the same command again later to get its result, or look with agentctl ledger show %s", tool, keyText, key)
+	case reasonUnreachable:
+		e.err = fmt.Errorf("%s%s was not sent: cannot reach %s (%s); nothing ran; run the same command again once it is up", tool, keyText, f.up.label(), ledger.OneLine(err.Error(), 200))
+	case reasonToolError:
+		e.err = fmt.Errorf("%s failed%s and will not be retried: %v; fix the arguments (see agentctl tools) and call again", tool, keyText, errors.Unwrap(err))
+	case "":
+		// It ran and succeeded; the ledger holds no result to replay
+		// (reconciled without one, say).
+		if rec != nil {
+			return a.printOutcome(tool, &client.Outcome{Key: key, Record: rec, Replayed: true})
+		}
+		e.err = fmt.Errorf("%s%s succeeded, and the ledger keeps no result to show: %v; see agentctl ledger show %s", tool, keyText, err, key)
+	default:
+		e.err = err
+	}
+	return fromRow(e)
+}
+
+// readRecord is the client's record of tool and key in the ledger, or nil
+// when it cannot be read. It reads on after a signal: the record says
+// what the call came to.
+func (a *app) readRecord(ctx context.Context, tool, key string) *ledger.Record {
+	if key == "" || a.store == nil {
+		return nil
+	}
+	rec, err := a.store.Get(context.WithoutCancel(ctx), ledger.ID{Tenant: a.tenant, Layer: ledger.LayerClient, Tool: tool, Key: key})
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+// unconfirmedError says that no one confirmed a call (why says what the
+// confirmation came to), and how to run it.
+func unconfirmedError(tool, keyText, why string) error {
+	return fmt.Errorf("%s%s needs confirmation and no one confirmed it: %s; nothing ran; answer the prompt on a terminal, or run it again with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText, ledger.OneLine(why, 200))
+}
+
+// unknownError says that the call may have run, what made it unknown (in
+// the client's words after its sentinel), and how to settle it.
+func unknownError(tool, key string, err error) error {
+	why := err.Error()
+	if ce, ok := errors.AsType[*client.Error](err); ok && ce.Err != nil {
+		why = ce.Err.Error()
+	}
+	why = strings.TrimPrefix(strings.TrimPrefix(why, client.ErrOutcomeUnknown.Error()), ": ")
+	if why != "" {
+		why = " (" + ledger.OneLine(why, 200) + ")"
+	}
+	keyText := ""
+	if key != "" {
+		keyText = " (key " + key + ")"
+	}
+	return fmt.Errorf("the outcome of %s%s is unknown%s: it may have run; run the same command again (a key-aware server answers with what happened, and runs it only if it did not), or check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, why, orDash(key))
 }
 
 // rejection is the server's own words for a refused request.
@@ -496,18 +582,11 @@ func rejection(err error) string {
 }
 
 // upstreamDenied is the error kind of a record an upstream ledger denied.
-const upstreamDenied = "upstream_denied"
+var upstreamDenied = ledger.UpstreamKind(ledger.StateDenied)
 
 // deniedError says who denied the call and why, from the ledger record, and
 // how to run it after all.
-func (a *app) deniedError(ctx context.Context, tool, key string) error {
-	var rec *ledger.Record
-	if key != "" && a.store != nil {
-		r, err := a.store.Get(ctx, ledger.ID{Tenant: a.tenant, Layer: ledger.LayerClient, Tool: tool, Key: key})
-		if err == nil {
-			rec = r
-		}
-	}
+func (a *app) deniedError(tool, key string, rec *ledger.Record) error {
 	if rec == nil {
 		return &exitError{reason: reasonDenied, key: key, state: string(ledger.StateDenied), err: fmt.Errorf("%s was denied (key %s); nothing ran; to run the call after all, pass --new or another --key (and check the policy file if the policy denied it)", tool, orDash(key))}
 	}

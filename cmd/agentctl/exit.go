@@ -32,26 +32,29 @@ const (
 
 // The reasons of --json errors: one list, each with its exit code. A
 // script branches on the reason; the exit code groups reasons for a shell.
+// A call that left a record takes its reason and exit code from the row of
+// the record's state (ledger.RowFor); the others name what failed before
+// a record was written, when nothing was sent.
 const (
-	reasonFailed            = "failed"              // an error with no better reason
-	reasonToolError         = "tool_error"          // the tool ran and returned isError
-	reasonUsage             = "usage"               // the command line is wrong
-	reasonInvalidArgument   = "invalid_argument"    // an argument does not fit the tool's schema
-	reasonInvalidKey        = "invalid_key"         // --key breaks the key rules
-	reasonKeyReused         = "key_reused"          // the key is bound to other arguments
-	reasonArgumentsTooLarge = "arguments_too_large" // the arguments exceed the ledger's limit
-	reasonRejected          = "rejected"            // REJECTED: the server refused the arguments before the tool ran
-	reasonLedgerInvalid     = "ledger_invalid"      // --ledger names no usable ledger
-	reasonDenied            = "denied"              // a person or the policy said no
-	reasonNoConfirmer       = "confirmation_needed" // the call needs confirmation and no one could be asked (REJECTED)
-	reasonOutcomeUnknown    = "outcome_unknown"     // the call may have run: reconcile it
-	reasonInProgress        = "in_progress"         // another process runs the same operation
-	reasonTimeout           = "timeout"             // --timeout ran out before the request was sent
-	reasonUnreachable       = "unreachable"         // the MCP server cannot be reached; nothing ran
-	reasonLedgerUnreachable = "ledger_unreachable"  // the ledger database cannot be reached
-	reasonLedgerLocked      = "ledger_locked"       // another process holds the ledger's write lock
-	reasonAwaitingApproval  = "awaiting_approval"   // a person must approve the call first
-	reasonInterrupted       = "interrupted"         // Ctrl-C or SIGTERM; nothing final recorded
+	reasonFailed            = "failed"                     // an error with no better reason
+	reasonToolError         = ledger.ExitReasonToolError   // the tool ran and returned isError (FAILED)
+	reasonUsage             = "usage"                      // the command line is wrong
+	reasonInvalidArgument   = "invalid_argument"           // an argument does not fit the tool's schema
+	reasonInvalidKey        = "invalid_key"                // --key breaks the key rules
+	reasonKeyReused         = "key_reused"                 // the key is bound to other arguments
+	reasonArgumentsTooLarge = "arguments_too_large"        // the arguments exceed the ledger's limit
+	reasonRejected          = ledger.ExitReasonRejected    // REJECTED: the server refused the arguments before the tool ran
+	reasonLedgerInvalid     = "ledger_invalid"             // --ledger names no usable ledger
+	reasonDenied            = ledger.ExitReasonDenied      // DENIED: a person or the policy said no
+	reasonNoConfirmer       = ledger.ExitReasonUnconfirmed // REJECTED: the call needs confirmation and no one confirmed it
+	reasonOutcomeUnknown    = ledger.ExitReasonUnknown     // UNKNOWN: the call may have run: reconcile it
+	reasonInProgress        = ledger.ExitReasonInProgress  // another process or the server runs the same operation
+	reasonTimeout           = "timeout"                    // --timeout ran out before the request was sent
+	reasonUnreachable       = ledger.ExitReasonNotSent     // the MCP server cannot be reached; nothing was sent, nothing ran
+	reasonLedgerUnreachable = "ledger_unreachable"         // the ledger database cannot be reached
+	reasonLedgerLocked      = "ledger_locked"              // another process holds the ledger's write lock
+	reasonAwaitingApproval  = ledger.ExitReasonAwaiting    // PENDING_APPROVAL: a person must approve the call first
+	reasonInterrupted       = "interrupted"                // Ctrl-C or SIGTERM; nothing final recorded
 )
 
 // reasonExit maps every reason to its exit code.
@@ -96,6 +99,10 @@ type exitError struct {
 	reason     string
 	err        error
 	key, state string
+	// exit is the code when fromRow: the row of the record's state gave
+	// it, not the reason.
+	exit    int
+	fromRow bool
 	// printed: the command already printed its result under --json, so
 	// no error object follows it.
 	printed bool
@@ -105,6 +112,9 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func (e *exitError) code() int {
+	if e.fromRow {
+		return e.exit
+	}
 	if c, ok := reasonExit[e.reason]; ok {
 		return c
 	}
@@ -149,12 +159,19 @@ func exitCode(err error) (int, string) {
 	return exitUsage, reasonUsage
 }
 
-// callReason classifies an error of a tool call (or of the ledger under
-// it) by what a person does next. It is the one place that maps the
-// client's and the ledger's errors and states to reasons, hence to exit
-// codes; interrupted says the run's context was cancelled by a signal and
-// timedOut that --timeout ran out.
-func callReason(err error, state ledger.State, interrupted, timedOut bool) string {
+// callReason classifies the error of a tool call that left no record (or
+// of the ledger under it) by what a person does next: nothing was sent.
+// A call that left a record is classified by the record's row instead
+// (rowReason). interrupted says the run's context was cancelled by a
+// signal and timedOut that --timeout ran out.
+func callReason(err error, interrupted, timedOut bool) string {
+	if errors.Is(err, client.ErrOutcomeUnknown) {
+		// The truth rule first: once the request may have reached the
+		// tool, whatever failed after it (a reconnect, a ledger locked,
+		// full or gone) makes the outcome unknown, never "nothing was
+		// sent".
+		return reasonOutcomeUnknown
+	}
 	if e, ok := errors.AsType[*exitError](err); ok {
 		return e.reason
 	}
@@ -167,36 +184,19 @@ func callReason(err error, state ledger.State, interrupted, timedOut bool) strin
 		return reasonArgumentsTooLarge
 	case errors.Is(err, ledger.ErrNoKey):
 		return reasonUsage // the ledger key file is missing from the command line
-	case errors.Is(err, client.ErrOutcomeUnknown), state == ledger.StateUnknown:
-		// The truth rule first: once the request may have reached the
-		// tool, a ledger that failed under it (locked, full, gone) makes
-		// the outcome unknown, never "nothing was recorded".
-		return reasonOutcomeUnknown
 	case errors.Is(err, sqlite.ErrBusy):
 		return reasonLedgerLocked
 	case errors.Is(err, confirm.ErrNoConfirmer):
 		return reasonNoConfirmer
-	case errors.Is(err, client.ErrRejected) && (interrupted || errors.Is(err, context.Canceled)):
-		// Ctrl-C at the prompt: no answer, nothing final recorded.
-		return reasonInterrupted
-	case errors.Is(err, client.ErrRejected), state == ledger.StateRejected:
-		return reasonRejected
-	case errors.Is(err, client.ErrDenied), state == ledger.StateDenied:
-		return reasonDenied
-	case errors.Is(err, client.ErrAwaitingApproval), state == ledger.StatePendingApproval:
-		return reasonAwaitingApproval
-	case errors.Is(err, ledger.ErrInProgress), state == ledger.StateProcessing,
-		retry.Reason(err) == retry.ReasonInProgress:
+	case errors.Is(err, ledger.ErrInProgress), retry.Reason(err) == retry.ReasonInProgress:
 		return reasonInProgress
 	case timedOut:
-		// Before anything was sent: a request that may have run is
-		// UNKNOWN above.
 		return reasonTimeout
 	case interrupted:
 		return reasonInterrupted
 	case beforeTool(err):
 		return reasonRejected
-	case errors.Is(err, client.ErrNotSent), state == ledger.StateRetryable, retry.Classify(err) == retry.Transient:
+	case errors.Is(err, client.ErrNotSent), retry.Classify(err) == retry.Transient:
 		return reasonUnreachable
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return reasonOutcomeUnknown
@@ -204,25 +204,56 @@ func callReason(err error, state ledger.State, interrupted, timedOut bool) strin
 	return reasonFailed
 }
 
-// stateReason is the reason of a record's state that the ledger answered
-// with an error result (a proxy's _meta error), or "" for a state that is
-// no error.
-func stateReason(s ledger.State) string {
-	switch s {
-	case ledger.StateDenied:
-		return reasonDenied
-	case ledger.StateRejected:
-		return reasonRejected
-	case ledger.StatePendingApproval:
-		return reasonAwaitingApproval
-	case ledger.StateUnknown:
-		return reasonOutcomeUnknown
-	case ledger.StateProcessing:
-		return reasonInProgress
-	case ledger.StateRetryable:
-		return reasonUnreachable
+// rowReason is the reason and exit code of a call whose record is in
+// row's state: the row's own, except where the row says nothing ran and
+// the key may be claimed again (REJECTED, RETRYABLE), so the signal
+// codes of DESIGN hold: a signal or an aborted prompt is 130
+// (interrupted), and --timeout running out before the send is the timeout
+// reason (with the row's exit).
+func rowReason(row ledger.Row, interrupted, timedOut bool) (string, int) {
+	nothingRan := row.Ran == ledger.RanNo && row.Act == ledger.ActReclaim
+	switch {
+	case interrupted && nothingRan:
+		return reasonInterrupted, exitInterrupted
+	case timedOut && nothingRan && row.Exit == exitUnreachable:
+		return reasonTimeout, row.Exit
 	}
-	return ""
+	return row.ExitReason, row.Exit
+}
+
+// callRecord names the record a failed call left, from the client's
+// error: its key and state. A key bound to other arguments names the
+// first call's record, which this call did not touch: no record of its
+// own.
+func callRecord(err error) (key string, state ledger.State, ok bool) {
+	ce, ok := errors.AsType[*client.Error](err)
+	if !ok || ce.State == "" || errors.Is(err, ledger.ErrKeyReused) {
+		return "", "", false
+	}
+	return ce.Key, ce.State, true
+}
+
+// callKind says why a call ended in its record's state, for
+// ledger.RowFor: an upstream's hold for approval when the client says so,
+// the server's "in progress" when that was its last answer, else
+// the record's error kind, or no answer when the confirmation said so and
+// the record could not be read.
+func callKind(rec *ledger.Record, err error) string {
+	kind := ""
+	if rec != nil {
+		kind = rec.ErrorKind
+	}
+	switch {
+	case errors.Is(err, client.ErrAwaitingApproval):
+		// Of a RETRYABLE record: the upstream holds it for a person (and
+		// answered -31002 in_progress, which says no more).
+		return ledger.UpstreamKind(ledger.StatePendingApproval)
+	case retry.Reason(err) == retry.ReasonInProgress:
+		return ledger.ReasonInProgress
+	case kind == "" && (errors.Is(err, confirm.ErrNoConfirmer) || errors.Is(err, confirm.ErrNoAnswer) || errors.Is(err, confirm.ErrAborted)):
+		return ledger.KindNoAnswer
+	}
+	return kind
 }
 
 // beforeTool reports a protocol error by which the server refused the

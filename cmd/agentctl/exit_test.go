@@ -20,51 +20,98 @@ import (
 	"github.com/mcpledger/mcpledger/wire"
 )
 
+// A call that left no record is classified by its error chain: nothing
+// was sent, except where the chain itself says the outcome is unknown.
 func TestCallReason(t *testing.T) {
 	inProgress := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second))
-	clientErr := func(err error, state ledger.State) error {
-		return &client.Error{Tool: "pay", Key: "k", State: state, Err: err}
-	}
 	tests := []struct {
 		name        string
 		err         error
-		state       ledger.State
 		interrupted bool
 		timedOut    bool
 		want        string
 		code        int
 	}{
-		{"key reused", clientErr(ledger.ErrKeyReused, ledger.StateSucceeded), ledger.StateSucceeded, false, false, reasonKeyReused, exitUsage},
-		{"invalid key", ledger.ErrInvalidKey, "", false, false, reasonInvalidKey, exitUsage},
-		{"arguments too large", fmt.Errorf("%w: 2 MiB", client.ErrArgumentsTooLarge), "", false, false, reasonArgumentsTooLarge, exitUsage},
-		{"invalid params before the tool", clientErr(client.Neutral(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}), ledger.StateFailed), ledger.StateFailed, false, false, reasonRejected, exitUsage},
-		{"REJECTED", clientErr(errors.New("refused"), ledger.StateRejected), ledger.StateRejected, false, false, reasonRejected, exitUsage},
-		{"no one to confirm", confirm.ErrNoConfirmer, "", false, false, reasonNoConfirmer, exitUsage},
-		{"no one to confirm, as the client says it", clientErr(fmt.Errorf("%w: no one confirmed the call: %w", client.ErrRejected, confirm.ErrNoConfirmer), ledger.StateRejected), ledger.StateRejected, false, false, reasonNoConfirmer, exitUsage},
-		{"Ctrl-C at the prompt", clientErr(fmt.Errorf("%w: no one confirmed the call: %w", client.ErrRejected, confirm.ErrAborted), ledger.StateRejected), ledger.StateRejected, false, false, reasonInterrupted, exitInterrupted},
-		{"denied", clientErr(client.ErrDenied, ledger.StateDenied), ledger.StateDenied, false, false, reasonDenied, exitDenied},
-		{"unknown", clientErr(client.ErrOutcomeUnknown, ledger.StateUnknown), ledger.StateUnknown, false, false, reasonOutcomeUnknown, exitUnknown},
-		{"interrupted after send", clientErr(context.Canceled, ledger.StateUnknown), ledger.StateUnknown, true, false, reasonOutcomeUnknown, exitUnknown},
-		{"in progress in the ledger", clientErr(ledger.ErrInProgress, ledger.StateProcessing), ledger.StateProcessing, false, false, reasonInProgress, exitUnknown},
-		{"in progress at the server", clientErr(fmt.Errorf("%w: %w", client.ErrNotSent, inProgress), ledger.StateRetryable), ledger.StateRetryable, false, false, reasonInProgress, exitUnknown},
-		{"timeout before send", context.DeadlineExceeded, "", false, true, reasonTimeout, exitUnreachable},
-		{"timeout while another process runs it", clientErr(ledger.ErrInProgress, ledger.StateProcessing), ledger.StateProcessing, false, true, reasonInProgress, exitUnknown},
-		{"timeout after send", clientErr(client.ErrOutcomeUnknown, ledger.StateUnknown), ledger.StateUnknown, false, true, reasonOutcomeUnknown, exitUnknown},
-		{"not sent", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateRetryable), ledger.StateRetryable, false, false, reasonUnreachable, exitUnreachable},
-		{"ledger locked", fmt.Errorf("claim: %w", sqlite.ErrBusy), "", false, false, reasonLedgerLocked, exitUnreachable},
-		{"awaiting approval", clientErr(ledger.ErrInProgress, ledger.StatePendingApproval), ledger.StatePendingApproval, false, false, reasonAwaitingApproval, exitAwaiting},
-		{"interrupted before send", context.Canceled, "", true, false, reasonInterrupted, exitInterrupted},
-		{"failed", clientErr(errors.New("boom"), ledger.StateFailed), ledger.StateFailed, false, false, reasonFailed, exitFailed},
-		{"already classified", reasonf(reasonInvalidArgument, "x"), "", false, false, reasonInvalidArgument, exitUsage},
+		{"key reused", &client.Error{Tool: "pay", Key: "k", State: ledger.StateSucceeded, Err: ledger.ErrKeyReused}, false, false, reasonKeyReused, exitUsage},
+		{"invalid key", ledger.ErrInvalidKey, false, false, reasonInvalidKey, exitUsage},
+		{"arguments too large", fmt.Errorf("%w: 2 MiB", client.ErrArgumentsTooLarge), false, false, reasonArgumentsTooLarge, exitUsage},
+		{"invalid params before the tool", client.Neutral(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}), false, false, reasonRejected, exitUsage},
+		{"no one to confirm", confirm.ErrNoConfirmer, false, false, reasonNoConfirmer, exitUsage},
+		{"in progress at the server", fmt.Errorf("%w: %w", client.ErrNotSent, inProgress), false, false, reasonInProgress, exitUnknown},
+		{"timeout before send", context.DeadlineExceeded, false, true, reasonTimeout, exitUnreachable},
+		{"not sent", fmt.Errorf("%w: refused", client.ErrNotSent), false, false, reasonUnreachable, exitUnreachable},
+		{"cannot connect", exitf(exitUnreachable, "cannot reach the MCP server"), false, false, reasonUnreachable, exitUnreachable},
+		{"unknown, whatever a reconnect said", fmt.Errorf("%w: %w", client.ErrOutcomeUnknown, exitf(exitUnreachable, "cannot reach the MCP server")), false, false, reasonOutcomeUnknown, exitUnknown},
+		{"ledger locked", fmt.Errorf("claim: %w", sqlite.ErrBusy), false, false, reasonLedgerLocked, exitUnreachable},
+		{"interrupted before send", context.Canceled, true, false, reasonInterrupted, exitInterrupted},
+		{"already classified", reasonf(reasonInvalidArgument, "x"), false, false, reasonInvalidArgument, exitUsage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := callReason(tc.err, tc.state, tc.interrupted, tc.timedOut)
+			if _, s, ok := callRecord(tc.err); ok {
+				t.Fatalf("callRecord(%v) names a record in %s; want none", tc.err, s)
+			}
+			got := callReason(tc.err, tc.interrupted, tc.timedOut)
 			if got != tc.want {
-				t.Errorf("callReason(%v, %q) = %s; want %s", tc.err, tc.state, got, tc.want)
+				t.Errorf("callReason(%v) = %s; want %s", tc.err, got, tc.want)
 			}
 			if code := (&exitError{reason: got}).code(); code != tc.code {
 				t.Errorf("exit code of %s = %d; want %d", got, code, tc.code)
+			}
+		})
+	}
+}
+
+// A call that left a record is answered by the row of the record's state,
+// whatever else its error chain holds: a reconnect refused after the
+// send does not make an UNKNOWN call "nothing was sent".
+func TestRecordReason(t *testing.T) {
+	inProgress := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second))
+	refusedReconnect := exitf(exitUnreachable, "cannot reach the MCP server at http://127.0.0.1:1/mcp")
+	clientErr := func(err error, state ledger.State) error {
+		return &client.Error{Tool: "pay", Key: "k", State: state, Err: err}
+	}
+	noAnswer := func(why error) error {
+		return clientErr(fmt.Errorf("%w: no one confirmed the call: %w", client.ErrRejected, why), ledger.StateRejected)
+	}
+	tests := []struct {
+		name        string
+		err         error
+		interrupted bool
+		timedOut    bool
+		want        string
+		code        int
+	}{
+		{"unknown after a refused reconnect", clientErr(fmt.Errorf("%w: reconnect: %w", client.ErrOutcomeUnknown, refusedReconnect), ledger.StateUnknown), false, false, reasonOutcomeUnknown, exitUnknown},
+		{"unknown, the chain says not sent", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateUnknown), false, false, reasonOutcomeUnknown, exitUnknown},
+		{"unknown, interrupted after send", clientErr(context.Canceled, ledger.StateUnknown), true, false, reasonOutcomeUnknown, exitUnknown},
+		{"unknown, timed out after send", clientErr(client.ErrOutcomeUnknown, ledger.StateUnknown), false, true, reasonOutcomeUnknown, exitUnknown},
+		{"the server refused the arguments", clientErr(client.Neutral(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "payee: want string"}), ledger.StateRejected), false, false, reasonRejected, exitUsage},
+		{"no one to confirm", noAnswer(confirm.ErrNoConfirmer), false, false, reasonNoConfirmer, exitUsage},
+		{"no valid answer on a pipe", noAnswer(confirm.ErrNoAnswer), false, false, reasonNoConfirmer, exitUsage},
+		{"Ctrl-C at the prompt", noAnswer(confirm.ErrAborted), true, false, reasonInterrupted, exitInterrupted},
+		{"denied", clientErr(client.ErrDenied, ledger.StateDenied), false, false, reasonDenied, exitDenied},
+		{"in progress in the ledger", clientErr(ledger.ErrInProgress, ledger.StateProcessing), false, false, reasonInProgress, exitUnknown},
+		{"timeout while another process runs it", clientErr(context.DeadlineExceeded, ledger.StateProcessing), false, true, reasonInProgress, exitUnknown},
+		{"interrupted while another process runs it", clientErr(context.Canceled, ledger.StateProcessing), true, false, reasonInProgress, exitUnknown},
+		{"in progress at the server", clientErr(fmt.Errorf("%w: %w", client.ErrNotSent, inProgress), ledger.StateRetryable), false, false, reasonInProgress, exitUnknown},
+		{"not sent", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateRetryable), false, false, reasonUnreachable, exitUnreachable},
+		{"not sent, timed out", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateRetryable), false, true, reasonTimeout, exitUnreachable},
+		{"not sent, interrupted", clientErr(fmt.Errorf("%w: refused", client.ErrNotSent), ledger.StateRetryable), true, false, reasonInterrupted, exitInterrupted},
+		{"awaiting approval", clientErr(client.ErrAwaitingApproval, ledger.StatePendingApproval), false, false, reasonAwaitingApproval, exitAwaiting},
+		{"awaiting approval at a proxy", clientErr(fmt.Errorf("%w %w", client.ErrAwaitingApproval, &client.UpstreamApproval{Key: "up"}), ledger.StateRetryable), false, false, reasonAwaitingApproval, exitAwaiting},
+		{"awaiting approval, interrupted", clientErr(client.ErrAwaitingApproval, ledger.StatePendingApproval), true, false, reasonAwaitingApproval, exitAwaiting},
+		{"failed without a result", clientErr(errors.New("ended as FAILED without a stored result"), ledger.StateFailed), false, false, reasonToolError, exitFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			key, state, ok := callRecord(tc.err)
+			if !ok || key != "k" {
+				t.Fatalf("callRecord(%v) = %q, %s, %v; want the record of k", tc.err, key, state, ok)
+			}
+			reason, code := rowReason(ledger.RowFor(state, callKind(nil, tc.err)), tc.interrupted, tc.timedOut)
+			if reason != tc.want || code != tc.code {
+				t.Errorf("a call that left %s with %v: reason %s, exit %d; want %s, %d", state, tc.err, reason, code, tc.want, tc.code)
 			}
 		})
 	}
@@ -143,25 +190,17 @@ func TestToolErrorFromAProxy(t *testing.T) {
 	}
 }
 
-// The exit code of a call that ended in a state is the ledger's row for
-// that state: the CLI's reasons only name it, so the two cannot drift.
-func TestStateReasonsAgreeWithTheRows(t *testing.T) {
-	for _, row := range ledger.Rows() {
-		if row.State == ledger.StateSucceeded {
-			if r := stateReason(row.State); r != "" {
-				t.Errorf("stateReason(SUCCEEDED) = %s; want none (a result, not an error)", r)
-			}
+// The reason of a state's row is one of the CLI's reasons, with the same
+// exit code, so an error made by reason and one made by row agree.
+func TestRowReasonsAreCLIReasons(t *testing.T) {
+	rows := ledger.Rows()
+	rows = append(rows, ledger.RowFor(ledger.StateRejected, ledger.KindNoAnswer), ledger.RowFor(ledger.StateRetryable, ledger.ReasonInProgress))
+	for _, row := range rows {
+		if row.Exit == exitOK {
 			continue
 		}
-		if r := stateReason(row.State); r != "" && reasonExit[r] != row.Exit {
-			t.Errorf("an upstream's %s answer has reason %s, exit %d; the ledger's row says exit %d", row.State, r, reasonExit[r], row.Exit)
-		}
-		if row.State != ledger.StateFailed && stateReason(row.State) == "" {
-			t.Errorf("an upstream's %s answer has no reason; want the row's exit %d", row.State, row.Exit)
-		}
-		r := callReason(errors.New("the call ended"), row.State, false, false)
-		if reasonExit[r] != row.Exit {
-			t.Errorf("a call that ended %s has reason %s, exit %d; the ledger's row says exit %d", row.State, r, reasonExit[r], row.Exit)
+		if code, ok := reasonExit[row.ExitReason]; !ok || code != row.Exit {
+			t.Errorf("the row of %s gives reason %q, exit %d; the CLI's reasons give it exit %d (known: %v)", row.State, row.ExitReason, row.Exit, code, ok)
 		}
 	}
 }

@@ -11,6 +11,13 @@ import (
 // returns its URL; it stops when the test ends.
 func (e *e2e) startPaymentsHTTP(extra ...string) string {
 	e.t.Helper()
+	url, _ := e.servePaymentsHTTP(extra...)
+	return url
+}
+
+// servePaymentsHTTP is startPaymentsHTTP, with the server's process.
+func (e *e2e) servePaymentsHTTP(extra ...string) (string, *exec.Cmd) {
+	e.t.Helper()
 	cmd := exec.Command(e.payments, append([]string{"-db", e.payDB, "-http", "127.0.0.1:0"}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -31,11 +38,11 @@ func (e *e2e) startPaymentsHTTP(extra ...string) string {
 				for sc.Scan() { // keep draining so the server never blocks on stderr
 				}
 			}()
-			return strings.TrimSpace(url)
+			return strings.TrimSpace(url), cmd
 		}
 	}
 	e.t.Fatalf("payments -http exited before listening: %v", sc.Err())
-	return ""
+	return "", nil
 }
 
 func TestCallOverHTTP(t *testing.T) {
