@@ -206,6 +206,8 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		return next
 	})
 	p.srv.AddReceivingMiddleware(p.relayMiddleware)
+	// Outermost: whatever answers below, the host gets a JSON-RPC code.
+	p.srv.AddReceivingMiddleware(codedErrors)
 	ledgertools.Add(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
 		l, err := p.linkFor(ctx, req.Session)
 		if err != nil {
