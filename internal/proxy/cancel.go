@@ -121,9 +121,11 @@ func responseID(line []byte) (jsonrpc.ID, bool) {
 	return jsonrpc.ID{}, false
 }
 
-// codedErrors gives every error the proxy answers a JSON-RPC code. go-sdk
-// writes an error that carries no *jsonrpc.Error with code 0, which no
-// host can classify: a transport failure on the way upstream, a context's
+// codedErrors gives every error the proxy answers a JSON-RPC code, to the
+// host (the server's receiving middleware) and to the upstream (its
+// client's, for the requests it relays to the host). go-sdk writes an
+// error that carries no *jsonrpc.Error with code 0, which no peer can
+// classify: a transport failure on the way, no host to ask, a context's
 // error. Those become -32603 (internal error) with their message; a
 // *jsonrpc.Error anywhere in the chain keeps its code.
 func codedErrors(next mcp.MethodHandler) mcp.MethodHandler {
@@ -137,7 +139,7 @@ func codedErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		msg := fmt.Sprintf("mcpledger proxy: %s did not complete: %v", method, err)
 		if ctx.Err() != nil {
-			msg = fmt.Sprintf("mcpledger proxy: %s was cancelled (%v); ask ledger_status before repeating a tool call", method, err)
+			msg = fmt.Sprintf("mcpledger proxy: %s was cancelled: %v", method, err)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
