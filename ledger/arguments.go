@@ -133,7 +133,8 @@ func (s *nameScan) value(depth int) {
 
 func (s *nameScan) object(depth int) {
 	s.i++ // '{'
-	var names []nameSpan
+	var buf [fewNames]nameSpan
+	names := buf[:0]
 	var set map[string]struct{} // the names decoded, once there are many
 	for !s.stop {
 		s.space()

@@ -137,3 +137,34 @@ func hasDuplicateName(doc []byte) bool {
 		}
 	}
 }
+
+// The server guards decode every call's arguments: the duplicate-name
+// check is one pass over the bytes beside encoding/json's decoding.
+func BenchmarkDecodeArguments(b *testing.B) {
+	doc := []byte(`{"amount_cents":1250,"currency":"EUR","payee":"acme","memo":"invoice 2026-113","idempotency_key":"order-7","lines":[{"sku":"a-1","qty":2},{"sku":"b-2","qty":1}]}`)
+	b.Run("DecodeArguments", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ledger.DecodeArguments(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("CheckNames", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := ledger.CheckNames(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			if err := json.Unmarshal(doc, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
