@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcpledger/mcpledger/ledger"
 )
 
 // MarshalArgs returns a call's arguments as a JSON object: nil and JSON
@@ -54,20 +56,11 @@ func marshalObject(a any) (json.RawMessage, error) {
 }
 
 // DecodeArgs parses a request's arguments as a JSON object; absent or null
-// arguments are the empty object.
+// arguments are the empty object. A member name given twice, invalid UTF-8
+// or a lone surrogate is refused with ledger.ErrInvalidArguments
+// (ledger.DecodeArguments): every door answers it -32602.
 func DecodeArgs(raw json.RawMessage) (map[string]any, error) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return map[string]any{}, nil
-	}
-	if trimmed[0] != '{' {
-		return nil, errors.New("arguments must be a JSON object")
-	}
-	var m map[string]any
-	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
-	}
-	return m, nil
+	return ledger.DecodeArguments(raw)
 }
 
 // JSONKind names the JSON type of a decoded value, for messages.

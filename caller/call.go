@@ -82,6 +82,9 @@ func (c *Caller[P, R]) call(ctx context.Context, req Request[P]) (*Outcome[R], e
 	if err := ledger.ValidateTenant(op.id.Tenant); err != nil {
 		return nil, err
 	}
+	if ctx, err = argKey(ctx, op); err != nil {
+		return nil, err
+	}
 	switch key, chosen, err := Choose(ctx, req.Tool, op.fp); {
 	case err != nil:
 		return nil, err
@@ -91,6 +94,33 @@ func (c *Caller[P, R]) call(ctx context.Context, req Request[P]) (*Outcome[R], e
 		return c.replanned(ctx, op)
 	}
 	return c.keyed(ctx, op)
+}
+
+// argKey is ctx with the key the caller put in the idempotency_key
+// argument of a tool whose input schema declares it: a key is a key
+// wherever the caller puts it, and the ledger never replaces it with one
+// of its own. A key ctx carries already (WithKey, or _meta through an
+// adapter) must be the same one (ErrKeysDiffer).
+func argKey[P any](ctx context.Context, op *operation[P]) (context.Context, error) {
+	if op.tool == nil || !op.tool.DeclaresKey {
+		return ctx, nil
+	}
+	v, ok, err := KeyArg(op.args)
+	if err != nil {
+		return nil, fmt.Errorf("caller: the arguments of %s: %w", op.name, err)
+	}
+	if !ok {
+		return ctx, nil
+	}
+	meta := map[string]any{}
+	if k, ok := Key(ctx); ok {
+		meta[wire.MetaKey] = k
+	}
+	key, err := KeyOf(meta, map[string]any{wire.ArgKey: v})
+	if err != nil {
+		return nil, fmt.Errorf("caller: the key of this call to %s: %w", op.name, err)
+	}
+	return WithKey(ctx, key), nil
 }
 
 // keyed runs op once its key is known.

@@ -14,6 +14,12 @@ import (
 // ErrKeyRequired: a guarded tool was called without an idempotency key.
 var ErrKeyRequired = errors.New("this tool changes state and needs an idempotency key")
 
+// ErrKeysDiffer: a request carries one key in _meta and another in its
+// idempotency_key argument. KeyOf's error wraps it with
+// ledger.ErrInvalidKey; a proxy and the client middleware answer it -32602
+// (malformed params), naming both keys.
+var ErrKeysDiffer = errors.New("two different keys")
+
 // KeyHelp is appended to every key_required and key_invalid message so a
 // client author knows how to fix the call.
 const KeyHelp = "send one in params._meta[\"" + wire.MetaKey + "\"] or as the \"" + wire.ArgKey +
@@ -49,7 +55,8 @@ func KeyOf(meta, args map[string]any) (string, error) {
 	case !inMeta:
 		key = ak
 	case inArgs && mk != ak:
-		return "", fmt.Errorf("%w: _meta and the %s argument carry different keys", ledger.ErrInvalidKey, wire.ArgKey)
+		return "", fmt.Errorf("%w: _meta[%q] is %.60q and the %s argument %.60q (%w); send one key, or the same key in both",
+			ledger.ErrInvalidKey, wire.MetaKey, mk, wire.ArgKey, ak, ErrKeysDiffer)
 	}
 	if err := ledger.ValidateKey(key); err != nil {
 		return "", err
@@ -112,13 +119,24 @@ func TraceParent(meta map[string]any) (trace, span string) {
 // change it there too, or the server sees two keys, whether or not the
 // tool's schema, which it may not have at hand, declares the argument.
 func CarriesKeyArg(args json.RawMessage) bool {
-	if !bytes.Contains(args, []byte(`"`+wire.ArgKey+`"`)) && bytes.IndexByte(args, '\\') < 0 {
-		return false
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil {
-		return false
-	}
-	_, ok := m[wire.ArgKey]
+	_, ok, _ := KeyArg(args)
 	return ok
+}
+
+// KeyArg is the decoded value of the idempotency_key member at the top
+// level of the argument object args, if it has one (of any JSON type: KeyOf
+// judges it). Arguments that hold the member are read by
+// ledger.DecodeArguments, so a member given twice is refused
+// (ledger.ErrInvalidArguments) rather than read one way here and another
+// by the tool.
+func KeyArg(args json.RawMessage) (any, bool, error) {
+	if !bytes.Contains(args, []byte(`"`+wire.ArgKey+`"`)) && bytes.IndexByte(args, '\\') < 0 {
+		return nil, false, nil
+	}
+	m, err := ledger.DecodeArguments(args)
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := m[wire.ArgKey]
+	return v, ok, nil
 }

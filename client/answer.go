@@ -120,3 +120,25 @@ func badArguments(p *mcp.CallToolParams) bool {
 	_, err := caller.MarshalArgs(p.Arguments)
 	return err != nil
 }
+
+// malformed is err, a call refused before anything was recorded, with a
+// -32602 *jsonrpc.Error (invalid params) in its chain when the params
+// themselves are wrong: arguments the ledger cannot fingerprint (a member
+// name given twice), or two different keys. The wrapper's caller finds
+// the code with errors.As; the middleware and the proxy answer with it.
+func malformed(err error) error {
+	if !errors.Is(err, ledger.ErrInvalidArguments) && !errors.Is(err, caller.ErrKeysDiffer) {
+		return err
+	}
+	return &paramsError{err: err, rpc: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}}
+}
+
+// paramsError is a refusal of malformed params: its message is err's, and
+// its chain holds both err and the -32602 answer.
+type paramsError struct {
+	err error
+	rpc *jsonrpc.Error
+}
+
+func (e *paramsError) Error() string   { return e.err.Error() }
+func (e *paramsError) Unwrap() []error { return []error{e.rpc, e.err} }

@@ -89,9 +89,16 @@ func (c *Client) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.Call
 // telemetry.
 //
 // A key in p.Meta[MetaKey] (code that speaks to a key-aware server sends
-// its own) is the call's key, as WithKey's is; one that breaks the key
-// rules, or differs from the key WithKey put in ctx, is refused before
-// anything is recorded.
+// its own) is the call's key, as WithKey's is; so is one in the
+// idempotency_key argument of a tool whose input schema declares it. One
+// that breaks the key rules, or differs from the other's or the key
+// WithKey put in ctx, is refused before anything is recorded.
+//
+// Arguments that name a member twice (at any depth), and a key in _meta
+// that differs from the idempotency_key argument's, are refused before
+// anything is recorded with an error whose chain holds a -32602
+// *jsonrpc.Error (invalid params), as a server would answer them, and
+// ledger.ErrInvalidArguments or caller.ErrKeysDiffer.
 func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
 	if p == nil || p.Name == "" {
 		return nil, errors.New("client: CallTool needs a tool name")
@@ -103,7 +110,11 @@ func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, err
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
 		return c.continuation(ctx, p)
 	}
-	return c.c.Call(ctx, caller.Request[*mcp.CallToolParams]{Tool: p.Name, Arguments: p.Arguments, Params: p})
+	o, err := c.c.Call(ctx, caller.Request[*mcp.CallToolParams]{Tool: p.Name, Arguments: p.Arguments, Params: p})
+	if err != nil {
+		return nil, malformed(err)
+	}
+	return o, nil
 }
 
 // metaKey is ctx with the key p carries in _meta, if any.

@@ -180,6 +180,11 @@ func Hints(a *mcp.ToolAnnotations) *confirm.Hints {
 	return &confirm.Hints{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 }
 
+// DeclaresKey reports whether t's input schema has an idempotency_key
+// property: the client then fills it with the key, and takes a key the
+// caller put there as the call's key.
+func DeclaresKey(t *mcp.Tool) bool { return schemaDeclaresKey(t) }
+
 func schemaDeclaresKey(t *mcp.Tool) bool {
 	if t == nil || t.InputSchema == nil {
 		return false

@@ -40,7 +40,7 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 	if trimmed[0] == '{' && mayHoldExcluded(trimmed, exclude) {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(trimmed, &obj); err != nil {
-			return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
+			return nil, invalidJSON(trimmed, err)
 		}
 		drop := false
 		for _, name := range DefaultExcluded {
@@ -61,7 +61,7 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 			// first so that dropping a field never turns a document jcs
 			// refuses into one it accepts.
 			if _, err := jcs.Transform(trimmed); err != nil {
-				return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
+				return nil, invalidJSON(trimmed, err)
 			}
 			var err error
 			if trimmed, err = json.Marshal(obj); err != nil {
@@ -74,9 +74,20 @@ func Canonical(args json.RawMessage, exclude ...string) ([]byte, error) {
 	}
 	canon, err := jcs.Transform(trimmed)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: arguments are not valid JSON: %w", err)
+		return nil, invalidJSON(trimmed, err)
 	}
 	return canon, nil
+}
+
+// invalidJSON is the error of arguments a parser refused with err: a
+// *DuplicateNameError when a member name is given twice (the one-pass form
+// refuses those too, so only a refused document is scanned for them), else
+// err wrapped with ErrInvalidArguments.
+func invalidJSON(doc []byte, err error) error {
+	if nerr := CheckNames(doc); nerr != nil {
+		return nerr
+	}
+	return fmt.Errorf("%w: not valid JSON: %w", ErrInvalidArguments, err)
 }
 
 // mayHoldExcluded reports whether an excluded field could be present. Most

@@ -36,7 +36,8 @@ var malformedCases = []struct {
 	line     string
 	wantID   any
 	wantCode int64
-	stdio    bool // over stdio only (HTTP has no lines)
+	stdio    bool     // over stdio only (HTTP has no lines)
+	mention  []string // words the error's message must hold
 }{
 	{name: "not JSON", line: `this is not json`, wantCode: -32700},
 	{name: "half an object", line: `{"jsonrpc":"2.0","id":3,`, wantCode: -32700},
@@ -54,6 +55,31 @@ var malformedCases = []struct {
 	{name: "key an object", line: callWithKey(13, `{}`), wantID: float64(13), wantCode: -32602},
 	{name: "key empty", line: callWithKey(14, `""`), wantID: float64(14), wantCode: -31004},
 	{name: "key with a space", line: callWithKey(15, `"pay acme"`), wantID: float64(15), wantCode: -31004},
+	{name: "a name twice in the arguments", line: callWithArgs(16, `{"amount_cents":1,"currency":"EUR","payee":"x","amount_cents":5000}`, ""), wantID: float64(16), wantCode: -32602, mention: []string{`"amount_cents"`}},
+	{name: "a name twice in the arguments of a keyed call", line: callWithArgs(17, `{"amount_cents":1,"currency":"EUR","payee":"x","amount_cents":5000}`, "dup-names"), wantID: float64(17), wantCode: -32602, mention: []string{`"amount_cents"`}},
+	{name: "the key twice in the arguments", line: callWithArgs(18, `{"amount_cents":1,"currency":"EUR","payee":"x","idempotency_key":"k-1","idempotency_key":"k-2"}`, "k-1"), wantID: float64(18), wantCode: -32602, mention: []string{`"idempotency_key"`}},
+	{name: "one key in _meta, another in the arguments", line: callWithArgs(19, `{"amount_cents":1,"currency":"EUR","payee":"x","idempotency_key":"arg-key-1"}`, "meta-key-1"), wantID: float64(19), wantCode: -32602, mention: []string{"meta-key-1", "arg-key-1"}},
+}
+
+// callWithArgs is a create_payment call with raw arguments and, unless
+// key is empty, a key in _meta.
+func callWithArgs(id int, args, key string) string {
+	meta := ""
+	if key != "" {
+		meta = fmt.Sprintf(`,"_meta":{"io.github.mcpledger/idempotency-key":%q}`, key)
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"create_payment","arguments":%s%s}}`, id, args, meta)
+}
+
+// missing reports the words of want that msg lacks.
+func missing(msg string, want []string) []string {
+	var out []string
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func callWithKey(id int, key string) string {
@@ -129,9 +155,11 @@ func TestProxyStdioMalformedInput(t *testing.T) {
 		send(tc.line)
 		a := next()
 		if a.Error == nil || a.Error.Code != tc.wantCode || a.ID != tc.wantID {
-			t.Errorf("%s: answer = %+v; want error %d with id %v", tc.name, a, tc.wantCode, tc.wantID)
+			t.Errorf("%s: answer = %+v (result %s); want error %d with id %v", tc.name, a, a.Result, tc.wantCode, tc.wantID)
 		} else if !strings.Contains(a.Error.Message, ";") && tc.wantCode != -32601 {
 			t.Errorf("%s: message %q names no fix", tc.name, a.Error.Message)
+		} else if m := missing(a.Error.Message, tc.mention); len(m) > 0 {
+			t.Errorf("%s: message %q does not name %q", tc.name, a.Error.Message, m)
 		}
 		ping := fmt.Sprintf("ping-%d", i)
 		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"ping"}`, ping))
@@ -201,7 +229,9 @@ func TestProxyHTTPMalformedInput(t *testing.T) {
 		}
 		status, _, a := post(session, tc.line)
 		if a.Error == nil || a.Error.Code != tc.wantCode || a.ID != tc.wantID {
-			t.Errorf("%s: status %d, answer %+v; want error %d with id %v", tc.name, status, a, tc.wantCode, tc.wantID)
+			t.Errorf("%s: status %d, answer %+v (result %s); want error %d with id %v", tc.name, status, a, a.Result, tc.wantCode, tc.wantID)
+		} else if m := missing(a.Error.Message, tc.mention); len(m) > 0 {
+			t.Errorf("%s: message %q does not name %q", tc.name, a.Error.Message, m)
 		}
 		if status == http.StatusAccepted {
 			t.Errorf("%s: status 202; a malformed message is not accepted", tc.name)

@@ -31,7 +31,10 @@
 // without the roots capability), custom methods, and the upstream's
 // experimental capabilities (the proxy cannot relay what it does not know).
 // The proxy advertises the idempotency capability itself: it honours a key
-// the host sends in _meta["io.github.mcpledger/idempotency-key"].
+// the host sends in _meta["io.github.mcpledger/idempotency-key"], or in the
+// idempotency_key argument of a tool whose input schema declares one (two
+// different keys: -32602). A request the host cancels gets no response
+// over stdio, and every error the proxy answers has a JSON-RPC code.
 //
 // Protocol versions: the proxy speaks MCP up to 2025-11-25 on both sides.
 // From 2026-07-28 a server may not send requests of its own while it serves

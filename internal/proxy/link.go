@@ -297,6 +297,7 @@ func (p *Proxy) upstreamClient() *mcp.Client {
 		},
 	})
 	c.AddReceivingMiddleware(verbatim)
+	c.AddReceivingMiddleware(codedErrors)
 	return c
 }
 

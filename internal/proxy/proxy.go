@@ -144,9 +144,12 @@ type Proxy struct {
 	first  *link // connected by New, bound to the first host session
 	closed bool
 
-	// toolsMu guards tools, the upstream tool names mirrored on srv.
+	// toolsMu guards tools, the upstream tool names mirrored on srv, and
+	// keyArgs, the names of those whose input schema declares
+	// idempotency_key (a host's key may come there).
 	toolsMu sync.Mutex
 	tools   []string
+	keyArgs map[string]bool
 }
 
 // New connects to the upstream once, to learn its capabilities, tools and
@@ -203,6 +206,8 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 		return next
 	})
 	p.srv.AddReceivingMiddleware(p.relayMiddleware)
+	// Outermost: whatever answers below, the host gets a JSON-RPC code.
+	p.srv.AddReceivingMiddleware(codedErrors)
 	ledgertools.Add(p.srv, p.opts.Store, func(ctx context.Context, req *mcp.CallToolRequest) (string, string, error) {
 		l, err := p.linkFor(ctx, req.Session)
 		if err != nil {

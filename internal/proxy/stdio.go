@@ -55,6 +55,9 @@ type guardedOut struct {
 	// is due; version is the protocol version that answer named.
 	initID  *jsonrpc.ID
 	version string
+	// cancelled: the host's requests it cancelled, whose response is
+	// dropped (see cancel.go).
+	cancelled cancelledSet
 }
 
 func (o *guardedOut) Write(p []byte) (int, error) {
@@ -63,7 +66,18 @@ func (o *guardedOut) Write(p []byte) (int, error) {
 	if o.initID != nil {
 		o.noteVersion(p)
 	}
+	if o.cancelled.take(p) {
+		return len(p), nil
+	}
 	return o.w.Write(p)
+}
+
+// cancel notes that the host cancelled request id: its response is not
+// written.
+func (o *guardedOut) cancel(id jsonrpc.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cancelled.add(id)
 }
 
 func (o *guardedOut) Close() error { return nil }
@@ -201,6 +215,11 @@ func (g *lineGuard) screen(line []byte) (pass bool, err error) {
 	}
 	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
 		g.out.expectInit(req.ID)
+	}
+	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" && !req.IsCall() {
+		if id, ok := cancelledID(line); ok {
+			g.out.cancel(id)
+		}
 	}
 	return true, nil
 }

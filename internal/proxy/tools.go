@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
@@ -63,15 +64,27 @@ func (p *Proxy) syncTools(ctx context.Context, l *link) error {
 	}
 	names := slices.Sorted(maps.Keys(fresh))
 	kept := names[:0]
+	keyArgs := map[string]bool{}
 	for _, name := range names {
 		if err := p.addTool(fresh[name]); err != nil {
 			p.log.Warn("the upstream's tool cannot be offered", "tool", name, "err", err)
 			continue
 		}
 		kept = append(kept, name)
+		if client.DeclaresKey(fresh[name]) {
+			keyArgs[name] = true
+		}
 	}
-	p.tools = kept
+	p.tools, p.keyArgs = kept, keyArgs
 	return nil
+}
+
+// declaresKey reports whether the upstream's tool name declares an
+// idempotency_key argument.
+func (p *Proxy) declaresKey(name string) bool {
+	p.toolsMu.Lock()
+	defer p.toolsMu.Unlock()
+	return p.keyArgs[name]
 }
 
 // addTool registers one upstream tool. The SDK panics on a tool it
@@ -122,11 +135,11 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if c == nil {
 		return nil, fmt.Errorf("proxy: %w", mcp.ErrConnectionClosed)
 	}
-	key, keyed, err := hostKey(req.Params)
-	if err != nil {
+	if err := checkArguments(req.Params); err != nil {
 		return nil, err
 	}
-	if err := checkArguments(req.Params); err != nil {
+	key, keyed, err := hostKey(req.Params, p.declaresKey(req.Params.Name))
+	if err != nil {
 		return nil, err
 	}
 	defer l.begin(ctx, req.Params)()
@@ -152,26 +165,62 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	return out.Result, nil
 }
 
-// hostKey is the key the host sent in _meta, if any. A key that is not a
-// string (a number, null, an object) is a malformed request: -32602 naming
-// the field, never dropped for a derived key, which would run the call
-// under an identity the host did not ask for. A string that breaks the key
-// rules, the empty string among them, is an invalid key (-31004
-// key_invalid), as a key-aware server answers it.
-func hostKey(p *mcp.CallToolParamsRaw) (key string, keyed bool, err error) {
-	v, ok := p.Meta[client.MetaKey]
-	if !ok {
+// hostKey is the key the host sent, if any: in _meta, or in the
+// idempotency_key argument when the upstream's tool declares one (declares).
+// A key is a key wherever the host puts it: the proxy's record and the
+// upstream call carry it, never a key of the proxy's own. Both present and
+// different: -32602 naming both (caller.KeyOf reads the two places, as a
+// key-aware server does). A key that is not a string (a number, null, an
+// object) is a malformed request: -32602 naming the field, never dropped
+// for a derived key, which would run the call under an identity the host
+// did not ask for. A string that breaks the key rules, the empty string
+// among them, is an invalid key (-31004 key_invalid), as a key-aware
+// server answers it.
+func hostKey(p *mcp.CallToolParamsRaw, declares bool) (key string, keyed bool, err error) {
+	meta, args := map[string]any{}, map[string]any{}
+	where := ""
+	if v, ok := p.Meta[client.MetaKey]; ok {
+		if _, isString := v.(string); !isString {
+			return "", false, notAString(fmt.Sprintf("_meta[%q]", client.MetaKey), v)
+		}
+		meta[client.MetaKey], where = v, fmt.Sprintf("_meta[%q]", client.MetaKey)
+	}
+	if declares {
+		v, ok, err := caller.KeyArg(p.Arguments)
+		if err != nil {
+			return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: %s: %v", p.Name, err)}
+		}
+		if ok {
+			if _, isString := v.(string); !isString {
+				return "", false, notAString("the "+wire.ArgKey+" argument", v)
+			}
+			args[wire.ArgKey] = v
+			if where == "" {
+				where = "the " + wire.ArgKey + " argument"
+			}
+		}
+	}
+	if where == "" {
 		return "", false, nil
 	}
-	key, isString := v.(string)
-	if !isString {
-		b, _ := json.Marshal(v) // a value decoded from JSON encodes again
-		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: _meta[%q] is %s, not a string; send the key as a string of 1-255 [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(string(b), 40))}
-	}
-	if err := ledger.ValidateKey(key); err != nil {
-		return "", false, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: _meta[%q] %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", client.MetaKey, shorten(key, 40), err), 0)
+	key, err = caller.KeyOf(meta, args)
+	switch {
+	case errors.Is(err, caller.ErrKeysDiffer):
+		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: %s: %v", p.Name, err)}
+	case err != nil:
+		sent, _ := meta[client.MetaKey].(string)
+		if sent == "" {
+			sent, _ = args[wire.ArgKey].(string)
+		}
+		return "", false, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: %s %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", where, shorten(sent, 40), err), 0)
 	}
 	return key, true, nil
+}
+
+// notAString is the -32602 answer to a key sent as another JSON type.
+func notAString(where string, v any) error {
+	b, _ := json.Marshal(v) // a value decoded from JSON encodes again
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: %s is %s, not a string; send the key as a string of 1-255 [A-Za-z0-9._:~-], or leave it out", where, shorten(string(b), 40))}
 }
 
 // checkArguments refuses arguments that are not a JSON object: a malformed
