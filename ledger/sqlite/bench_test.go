@@ -105,15 +105,15 @@ func BenchmarkFsyncFloor(b *testing.B) {
 // with the same pragmas: what any SQLite ledger pays at least.
 func BenchmarkRawFloor(b *testing.B) {
 	db := rawDB(b)
-	insert, err := db.Prepare(`INSERT INTO records (tenant, tool, key, session, fingerprint, arguments, state, owner,
+	insert, err := db.Prepare(`INSERT INTO records (tenant, layer, tool, key, session, fingerprint, arguments, state, owner,
 		lease_until, trace_id, span_id, reuse_policy, created_at, updated_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, 'PROCESSING', ?, ?, '', '', 'reexecute', ?, ?, ?)
-		ON CONFLICT (tenant, tool, key) DO NOTHING`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'PROCESSING', ?, ?, '', '', 'reexecute', ?, ?, ?)
+		ON CONFLICT (tenant, layer, tool, key) DO NOTHING`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	update, err := db.Prepare(`UPDATE records SET state = 'SUCCEEDED', result = ?, attempts = attempts + 1, updated_at = ?, lease_until = 0
-		WHERE tenant = ? AND tool = ? AND key = ? AND state = 'PROCESSING' AND owner = ?`)
+		WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND state = 'PROCESSING' AND owner = ?`)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,12 +122,18 @@ func BenchmarkRawFloor(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		req := claimReq(fmt.Sprintf("k%d", i), "bench")
 		now := time.Now().UnixNano()
-		if _, err := insert.Exec(req.Tenant, req.Tool, req.Key, req.Session, req.Fingerprint, []byte(req.Arguments), req.Owner,
+		if _, err := insert.Exec(req.Tenant, req.Layer, req.Tool, req.Key, req.Session, req.Fingerprint, []byte(req.Arguments), req.Owner,
 			now+int64(ledger.DefaultLease), now, now, now+int64(ledger.DefaultRetention)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := update.Exec([]byte(smallResult), time.Now().UnixNano(), req.Tenant, req.Tool, req.Key, req.Owner); err != nil {
+		res, err := update.Exec([]byte(smallResult), time.Now().UnixNano(), req.Tenant, req.Layer, req.Tool, req.Key, req.Owner)
+		if err != nil {
 			b.Fatal(err)
+		}
+		// The floor must do the store's work: a claim that inserted
+		// nothing would leave the update nothing to change.
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			b.Fatalf("raw completion of %q changed %d rows, %v; want 1", req.Key, n, err)
 		}
 	}
 }
