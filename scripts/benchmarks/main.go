@@ -64,7 +64,7 @@ type ratio struct {
 const peerDir = "scripts/peer/dbos"
 
 var groups = []group{
-	{"SQLite ledger", "./ledger/sqlite/", "^Benchmark(ClaimComplete|RawFloor|FsyncFloor|ClaimCompleteParallel|Replay)$", "2s", false, "", ""},
+	{"SQLite ledger", "./ledger/sqlite/", "^Benchmark(ClaimComplete|RawFloor|FsyncFloor|ClaimCompleteParallel|ClaimCompleteVsFloor|Replay)$", "2s", false, "", ""},
 	{"PostgreSQL ledger", "./ledger/postgres/", "^Benchmark(ClaimComplete|RawFloor|ClaimCompleteParallel|ClaimCompleteVsFloor)$", "2s", true, "", ""},
 	{"Client wrapper", "./client/", "^Benchmark(CallTool(Bare|Ledger|Replay|ReplayMany|ByHand|Durable|DurableWriteBehind)|StoreClaimComplete)$", "2s", false, "", ""},
 	// The peer's PostgreSQL contenders skip themselves when
@@ -77,6 +77,7 @@ var groups = []group{
 
 var ratios = []ratio{
 	{name: "SQLite claim+complete / raw INSERT+UPDATE floor (durable)", num: "sqlite/ClaimComplete", den: "sqlite/RawFloor", target: "<= 1.2"},
+	{name: "SQLite claim+complete / raw floor, interleaved in one loop", num: "sqlite/ClaimCompleteVsFloor", target: "<= 1.2", metric: "store/floor"},
 	{name: "SQLite parallel (64 goroutines) / serial throughput", num: "sqlite/ClaimCompleteParallel", den: "sqlite/ClaimComplete", target: ">= 4", throughput: true},
 	{name: "PostgreSQL claim+complete / raw INSERT+UPDATE floor (separate runs)", num: "postgres/ClaimComplete", den: "postgres/RawFloor", target: "<= 1.3"},
 	{name: "PostgreSQL claim+complete / raw floor, interleaved in one loop", num: "postgres/ClaimCompleteVsFloor/durable", target: "<= 1.3", metric: "store/floor"},

@@ -103,8 +103,15 @@ func TestMerge(t *testing.T) {
 			t.Errorf("merge kept no %q in:\n%s", want, got)
 		}
 	}
-	if !slices.Equal(left, []string{"| new e / f | 3.00× |"}) {
-		t.Errorf("merge left %q; want the row old has no place for", left)
+	if !strings.Contains(got, "| client c / d | 2.00× |\n| new e / f | 3.00× |\n") {
+		t.Errorf("merge put the new row elsewhere than after the one fresh has before it:\n%s", got)
+	}
+	if len(left) != 0 {
+		t.Errorf("merge left %q; want every row placed", left)
+	}
+	_, left = merge(old, fresh+"\n## New\n\n| a | b |\n| --- | --- |\n| c | d |\n", note)
+	if !slices.Equal(left, []string{"| c | d |"}) {
+		t.Errorf("merge left %q; want the row of a table old lacks", left)
 	}
 	again, _ := merge(got, fresh, note)
 	if n := strings.Count(again, regeneratedPrefix); n != 1 || strings.Contains(again, "\n\n\n") {

@@ -12,42 +12,57 @@ const regeneratedPrefix = "Regenerated alone: "
 // merge puts into old, a whole BENCHMARKS.md, the table rows of fresh (the
 // output of a run of some groups only) that hold figures, each in place of
 // the row of the same table and first cell; a row fresh has no figure for
-// ("not run") keeps old's. note, a line, goes below the machine's line,
-// replacing an earlier note that begins the same way up to its colon-free
-// title. It returns the merged text and the fresh rows old has no place
-// for (a benchmark new since the last whole run: regenerate it all).
+// ("not run") keeps old's. A fresh row old lacks (a comparison added since)
+// goes after the row fresh has before it, when old has that one. note, a
+// line, goes below the machine's line, replacing an earlier note on the
+// same groups. merge returns the merged text and the fresh rows it found
+// no place for (a table old lacks: regenerate it all).
 func merge(old, fresh, note string) (string, []string) {
-	rows := map[string]string{}
-	var order []string
-	eachRow(fresh, func(key, line string) {
-		if strings.Contains(line, "| not run |") {
-			return
-		}
-		if _, seen := rows[key]; !seen {
-			order = append(order, key)
-		}
-		rows[key] = line
-	})
-	used := map[string]bool{}
+	type row struct{ key, line string }
+	var freshRows []row // in fresh's order, "not run" rows too
+	eachRow(fresh, func(key, line string) { freshRows = append(freshRows, row{key, line}) })
+	at := map[string]int{} // old's rows: key -> line number
 	lines := strings.Split(old, "\n")
 	i := 0
 	eachRow(old, func(key, line string) {
 		for lines[i] != line {
 			i++
 		}
-		if r, ok := rows[key]; ok {
-			lines[i] = r
-			used[key] = true
-		}
+		at[key] = i
 		i++
 	})
+	after := map[int][]string{} // line number -> new rows to follow it
 	var left []string
-	for _, k := range order {
-		if !used[k] {
-			left = append(left, rows[k])
+	for j, r := range freshRows {
+		if strings.Contains(r.line, "| not run |") {
+			continue
+		}
+		if n, ok := at[r.key]; ok {
+			lines[n] = r.line
+			continue
+		}
+		placed := false
+		for k := j - 1; k >= 0 && !placed; k-- {
+			if n, ok := at[freshRows[k].key]; ok && sameTable(freshRows[k].key, r.key) {
+				after[n] = append(after[n], r.line)
+				placed = true
+			}
+		}
+		if !placed {
+			left = append(left, r.line)
 		}
 	}
-	return withNote(strings.Join(lines, "\n"), note), left
+	out := make([]string, 0, len(lines))
+	for n, l := range lines {
+		out = append(out, l)
+		out = append(out, after[n]...)
+	}
+	return withNote(strings.Join(out, "\n"), note), left
+}
+
+// sameTable reports whether two row keys (see eachRow) are of one table.
+func sameTable(a, b string) bool {
+	return a[:strings.LastIndex(a, "\n")] == b[:strings.LastIndex(b, "\n")]
 }
 
 // eachRow calls fn with each data row of md's tables (not the header or
