@@ -402,13 +402,10 @@ func TestCancelDuringBackoffReturnsAtOnce(t *testing.T) {
 		done <- err
 	}()
 	<-waiting // the first transient answer came back; the backoff wait begins
-	start := time.Now()
+	// The wait is an hour: Call returning at all is the cancel's doing.
 	cancel()
 	select {
 	case err := <-done:
-		if elapsed := time.Since(start); elapsed > time.Second {
-			t.Fatalf("Call returned %v after cancel; want milliseconds", elapsed)
-		}
 		if err == nil {
 			t.Fatal("Call = nil error after cancel")
 		}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -30,22 +32,41 @@ import (
 	"github.com/mcpledger/mcpledger/wire"
 )
 
-// ordersd is the child-process server binary, built once by TestMain.
-var ordersd string
+// ordersdBuild is the child-process server binary, built on first use:
+// the benchmarks and the tests over HTTP never start it, and a run of
+// them alone does not wait for its build.
+var ordersdBuild struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// ordersd returns the path of the child-process server binary, building it
+// the first time.
+func ordersd(t testing.TB) string {
+	t.Helper()
+	b := &ordersdBuild
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "mcpgo-test-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "ordersd")
+		out, err := exec.Command("go", "build", "-o", b.path, "./internal/ordersd").CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("build ordersd: %v", b.err)
+	}
+	return b.path
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpgo-test-")
-	if err != nil {
-		panic(err)
-	}
-	ordersd = filepath.Join(dir, "ordersd")
-	build := exec.Command("go", "build", "-o", ordersd, "./internal/ordersd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("build ordersd: " + err.Error())
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if ordersdBuild.dir != "" {
+		os.RemoveAll(ordersdBuild.dir)
+	}
 	os.Exit(code)
 }
 
@@ -181,6 +202,10 @@ type mcpgoAgent struct{ c *mcpgo.Client }
 
 func newMCPGoAgent(t *testing.T, u *upstream, store ledger.Store, tenant string) *mcpgoAgent {
 	t.Helper()
+	var bin string
+	if u.url == "" {
+		bin = ordersd(t)
+	}
 	connect := func(ctx context.Context) (*client.Client, error) {
 		var tr transport.Interface
 		if u.url != "" {
@@ -190,7 +215,7 @@ func newMCPGoAgent(t *testing.T, u *upstream, store ledger.Store, tenant string)
 			}
 			tr = h
 		} else {
-			tr = transport.NewStdio(ordersd, nil, u.args...)
+			tr = transport.NewStdio(bin, nil, u.args...)
 		}
 		mc := client.NewClient(mcpgo.Transport(tr))
 		// The child lives as long as the client, not the call that
@@ -247,12 +272,16 @@ type goSDKAgent struct{ c *lclient.Client }
 
 func newGoSDKAgent(t *testing.T, u *upstream, store ledger.Store, tenant string) *goSDKAgent {
 	t.Helper()
+	var bin string
+	if u.url == "" {
+		bin = ordersd(t)
+	}
 	connect := func(ctx context.Context) (*gomcp.ClientSession, error) {
 		var tr gomcp.Transport
 		if u.url != "" {
 			tr = &gomcp.StreamableClientTransport{Endpoint: u.url, MaxRetries: -1}
 		} else {
-			tr = &gomcp.CommandTransport{Command: exec.Command(ordersd, u.args...)}
+			tr = &gomcp.CommandTransport{Command: exec.Command(bin, u.args...)}
 		}
 		return gomcp.NewClient(&gomcp.Implementation{Name: "gosdk-agent", Version: "v1"}, nil).Connect(ctx, tr, nil)
 	}

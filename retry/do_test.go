@@ -277,15 +277,12 @@ func TestDoCancelDuringWait(t *testing.T) {
 	if d := <-timer.started; d != time.Hour {
 		t.Fatalf("Do started a wait of %v; want 1h", d)
 	}
-	cancelled := time.Now()
+	// The timer never fires: Do returning at all is the cancel's doing.
 	cancel()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, errFlaky) {
 			t.Errorf("Do = %v; want context.Canceled joined with %v", err, errFlaky)
-		}
-		if since := time.Since(cancelled); since > time.Second {
-			t.Errorf("Do returned %v after cancel; want at once", since)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Do did not return after the context was cancelled")

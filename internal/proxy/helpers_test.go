@@ -36,7 +36,7 @@ type upstream struct {
 	sessions atomic.Int64 // upstream sessions opened
 	strict   atomic.Int64 // calls strict refused
 
-	subscribed chan string   // each URI subscribed to, as it happens
+	subscribed chan string   // each URI subscribed to, once the server sends its updates
 	started    chan struct{} // wait_forever began
 	cancelled  chan struct{} // wait_forever saw its context end
 
@@ -54,10 +54,6 @@ func newUpstream() *upstream {
 			u.mu.Lock()
 			u.subs = append(u.subs, req.Params.URI)
 			u.mu.Unlock()
-			select {
-			case u.subscribed <- req.Params.URI:
-			default:
-			}
 			return nil
 		},
 		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
@@ -140,6 +136,21 @@ func newUpstream() *upstream {
 	u.srv.AddTool(&mcp.Tool{Name: "strict", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		u.strict.Add(1)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "strict: bad arguments"}
+	})
+	// The SDK records a subscription only after SubscribeHandler has
+	// returned: an update sent in between reaches no one. So a
+	// subscription is announced once the whole request is done.
+	u.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if p, ok := req.GetParams().(*mcp.SubscribeParams); ok && err == nil {
+				select {
+				case u.subscribed <- p.URI:
+				default:
+				}
+			}
+			return res, err
+		}
 	})
 	u.srv.AddResource(&mcp.Resource{URI: "note://1", Name: "first note", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello from note 1"}}}, nil

@@ -22,12 +22,25 @@ const DefaultIdleRelease = 5 * time.Second
 // repeat after the pause reads the ledger.
 func (p *Proxy) releaser(ctx context.Context) {
 	defer close(p.released)
-	every := p.opts.IdleRelease
-	if every == 0 {
-		every = DefaultIdleRelease
-	}
-	if every < 0 {
-		return
+	wait := p.opts.IdleWait
+	if wait == nil {
+		every := p.opts.IdleRelease
+		if every == 0 {
+			every = DefaultIdleRelease
+		}
+		if every < 0 {
+			return
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		wait = func(ctx context.Context) bool {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-t.C:
+				return true
+			}
+		}
 	}
 	release := p.opts.Release
 	if release == nil {
@@ -36,16 +49,9 @@ func (p *Proxy) releaser(ctx context.Context) {
 			freeMemory()
 		}
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	var seen uint64
 	busy := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for wait(ctx) {
 		if n := p.requests.Load(); n != seen {
 			seen, busy = n, true
 			continue

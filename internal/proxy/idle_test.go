@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,34 +15,87 @@ import (
 )
 
 // Once the host's requests stop, the proxy releases memory once per
-// burst, not while requests flow and not again while it stays idle.
+// burst, not while requests flow and not again while it stays idle. The
+// test is the proxy's clock: it passes each idle period itself, and the
+// proxy asks for the next one only when it has dealt with the one before,
+// so every request falls in a known period.
 func TestProxyReleasesMemoryWhenIdle(t *testing.T) {
-	released := make(chan struct{}, 8)
+	periods := make(chan struct{})  // one idle period passes
+	waiting := make(chan struct{})  // the proxy waits for the next period
+	released := make(chan struct{}) // the proxy releases
+	done := make(chan struct{})
 	st := newStore(t)
 	u := newUpstream()
 	p := startProxy(t, st, u.transport, &proxy.Options{
-		IdleRelease: 10 * time.Millisecond,
-		Release:     func() { released <- struct{}{} },
-		Client:      &client.Options{Retry: fastRetry},
+		IdleWait: func(ctx context.Context) bool {
+			select {
+			case waiting <- struct{}{}:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case <-periods:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		},
+		Release: func() {
+			select {
+			case released <- struct{}{}:
+			case <-done: // the test has ended
+			}
+		},
+		Client: &client.Options{Retry: fastRetry},
 	})
-	h := connectHost(t, p, hostOptions{})
-	for burst := 1; burst <= 2; burst++ {
-		if res := h.call(t, "add_note", map[string]any{"text": "a"}, nil); res.IsError {
-			t.Fatalf("add_note = %q; want a result", resultText(res))
+	t.Cleanup(func() { close(done) }) // before the proxy's Close: cleanups run last first
+	guard := func() <-chan time.Time { return time.After(30 * time.Second) }
+	// settle waits until the proxy has dealt with the last period and
+	// waits for the next; a release on the way must be wanted.
+	settle := func(when string, wantRelease bool) {
+		t.Helper()
+		if wantRelease {
+			select {
+			case <-released:
+			case <-guard():
+				t.Fatalf("%s: no release within 30s; want one", when)
+			}
 		}
 		select {
+		case <-waiting:
 		case <-released:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("burst %d: no release within 30s of the last request", burst)
+			t.Fatalf("%s: a release; want none", when)
+		case <-guard():
+			t.Fatalf("%s: the proxy did not ask for the next idle period within 30s", when)
 		}
 	}
-	// Idle on: a release is owed only after new requests, so none may
-	// come while none were made. Several release periods pass meanwhile,
-	// counted by the ticks of a timer three times as long.
-	select {
-	case <-released:
-		t.Fatal("a release while no request came since the last one")
-	case <-time.After(30 * time.Millisecond):
+	pass := func() {
+		t.Helper()
+		select {
+		case periods <- struct{}{}:
+		case <-guard():
+			t.Fatal("the proxy did not take the idle period within 30s")
+		}
+	}
+	settle("start", false)
+	h := connectHost(t, p, hostOptions{})
+	for burst := 1; burst <= 2; burst++ {
+		// A request in every period: no release.
+		for range 3 {
+			if res := h.call(t, "add_note", map[string]any{"text": "a"}, nil); res.IsError {
+				t.Fatalf("add_note = %q; want a result", resultText(res))
+			}
+			pass()
+			settle(fmt.Sprintf("burst %d, requests flowing", burst), false)
+		}
+		// A period with no request: the burst has ended.
+		pass()
+		settle(fmt.Sprintf("burst %d, the first period with no request", burst), true)
+	}
+	// Idle on: a release is owed only after new requests.
+	for range 4 {
+		pass()
+		settle("idle after the release", false)
 	}
 }
 

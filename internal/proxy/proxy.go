@@ -91,6 +91,12 @@ type Options struct {
 	// debug.FreeOSMemory).
 	IdleRelease time.Duration
 	Release     func()
+	// IdleWait, when not nil, stands for waiting one period of
+	// IdleRelease: it returns true once the period has passed, false when
+	// ctx is done (the proxy is closing). The proxy calls it again only
+	// when it has dealt with the period before, so tests pass the periods
+	// themselves instead of waiting for a clock.
+	IdleWait func(ctx context.Context) bool
 }
 
 // finalsBudget bounds the finished records the proxy remembers to answer

@@ -4,6 +4,7 @@
 //
 //	go run ./scripts/benchmarks            # writes BENCHMARKS.md
 //	go run ./scripts/benchmarks -count 3 -o /tmp/b.md
+//	go run ./scripts/benchmarks -only '^SQLite ledger$'   # those rows only
 //
 // Each round also runs the module scripts/peer/dbos, which sets the client
 // beside DBOS Transact Go on the same call. A section of the output file
@@ -63,7 +64,7 @@ type ratio struct {
 const peerDir = "scripts/peer/dbos"
 
 var groups = []group{
-	{"SQLite ledger", "./ledger/sqlite/", "^Benchmark(ClaimComplete|RawFloor|FsyncFloor|ClaimCompleteParallel|Replay)$", "2s", false, "", ""},
+	{"SQLite ledger", "./ledger/sqlite/", "^Benchmark(ClaimComplete|RawFloor|FsyncFloor|ClaimCompleteParallel|ClaimCompleteVsFloor|Replay)$", "2s", false, "", ""},
 	{"PostgreSQL ledger", "./ledger/postgres/", "^Benchmark(ClaimComplete|RawFloor|ClaimCompleteParallel|ClaimCompleteVsFloor)$", "2s", true, "", ""},
 	{"Client wrapper", "./client/", "^Benchmark(CallTool(Bare|Ledger|Replay|ReplayMany|ByHand|Durable|DurableWriteBehind)|StoreClaimComplete)$", "2s", false, "", ""},
 	// The peer's PostgreSQL contenders skip themselves when
@@ -76,6 +77,7 @@ var groups = []group{
 
 var ratios = []ratio{
 	{name: "SQLite claim+complete / raw INSERT+UPDATE floor (durable)", num: "sqlite/ClaimComplete", den: "sqlite/RawFloor", target: "<= 1.2"},
+	{name: "SQLite claim+complete / raw floor, interleaved in one loop", num: "sqlite/ClaimCompleteVsFloor", target: "<= 1.2", metric: "store/floor"},
 	{name: "SQLite parallel (64 goroutines) / serial throughput", num: "sqlite/ClaimCompleteParallel", den: "sqlite/ClaimComplete", target: ">= 4", throughput: true},
 	{name: "PostgreSQL claim+complete / raw INSERT+UPDATE floor (separate runs)", num: "postgres/ClaimComplete", den: "postgres/RawFloor", target: "<= 1.3"},
 	{name: "PostgreSQL claim+complete / raw floor, interleaved in one loop", num: "postgres/ClaimCompleteVsFloor/durable", target: "<= 1.3", metric: "store/floor"},
@@ -128,7 +130,27 @@ func main() {
 	count := flag.Int("count", 5, "rounds: each benchmark runs once per round, and the median over rounds is reported")
 	out := flag.String("o", "BENCHMARKS.md", "output file")
 	benchtime := flag.String("benchtime", "", "overrides each group's time-based -benchtime (e.g. 200ms for a quick try; counts such as 3000x stay)")
+	only := flag.String("only", "", "runs only the groups whose title matches this regexp (e.g. '^SQLite ledger$') and replaces only the rows they measure in the -o file, which must exist; a note below the machine's line says so")
 	flag.Parse()
+	run := groups
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchmarks: -only %q: %v\n", *only, err)
+			os.Exit(2)
+		}
+		run = nil
+		for _, g := range groups {
+			if re.MatchString(g.title) {
+				run = append(run, g)
+			}
+		}
+		if len(run) == 0 {
+			fmt.Fprintf(os.Stderr, "benchmarks: -only %q matches no group; the groups are: %s\n", *only, strings.Join(titles(groups), "; "))
+			os.Exit(2)
+		}
+	}
+	load := loadAverage()
 	if _, err := os.Stat(filepath.Join(peerDir, "go.mod")); err != nil {
 		fmt.Fprintf(os.Stderr, "benchmarks: %s/go.mod not found: run from the repository root (go run ./scripts/benchmarks)\n", peerDir)
 		os.Exit(2)
@@ -149,7 +171,7 @@ func main() {
 		notes = append(notes, "Beside DBOS Transact Go, PostgreSQL: not run (MCPLEDGER_TEST_POSTGRES is unset)")
 	}
 	for round := 1; round <= *count; round++ {
-		for _, g := range groups {
+		for _, g := range run {
 			if g.needsPG && os.Getenv("MCPLEDGER_TEST_POSTGRES") == "" {
 				continue
 			}
@@ -173,16 +195,53 @@ func main() {
 			collect(g, raw, results, metrics)
 		}
 	}
-	hand := kept(*out)
-	if hand == "" {
-		hand = kept("BENCHMARKS.md")
+	md := render(results, metrics, notes, *count)
+	if *only != "" {
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchmarks: -only keeps the rest of %s, which cannot be read: %v\n", *out, err)
+			os.Exit(1)
+		}
+		machine := fmt.Sprintf("%s, %s, %s", cpuModel(), goVersion(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+		var left []string
+		md, left = merge(string(old), md, partialNote(titles(run), *only, *count, machine, load))
+		for _, l := range left {
+			fmt.Fprintf(os.Stderr, "benchmarks: %s has no row for this one (new since the last whole run; run without -only to add it): %s\n", *out, l)
+		}
+	} else {
+		hand := kept(*out)
+		if hand == "" {
+			hand = kept("BENCHMARKS.md")
+		}
+		md += hand
 	}
-	md := render(results, metrics, notes, *count) + hand
 	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "benchmarks: %v\n", err)
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "benchmarks: wrote %s\n", *out)
+}
+
+func titles(gs []group) []string {
+	t := make([]string, len(gs))
+	for i, g := range gs {
+		t[i] = g.title
+	}
+	return t
+}
+
+// loadAverage is the one-minute load average, "unknown" where /proc has
+// none.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
 }
 
 // benchOnce runs g's benchmarks once and returns their output.

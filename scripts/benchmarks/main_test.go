@@ -75,3 +75,46 @@ func TestKeptSurvivesRegeneration(t *testing.T) {
 		t.Errorf("kept(missing file) = %q; want \"\"", got)
 	}
 }
+
+// A partial run replaces only the rows it measured, each in its own table
+// (two tables with one header stay apart), keeps the rest and says so
+// below the machine's line, once however often it runs.
+func TestMerge(t *testing.T) {
+	old := strings.Join([]string{
+		"# Benchmarks", "", "Machine: old box.", "",
+		"| comparison | ratio |", "| --- | --- |",
+		"| SQLite a / b | 1.04× |", "| client c / d | 2.00× |", "",
+		"SQLite:", "", "| contender | first |", "| --- | --- |", "| bare | 1 ms |", "",
+		"PostgreSQL:", "", "| contender | first |", "| --- | --- |", "| bare | 2 ms |", "",
+		"## Where the time goes", "", "| kept | by hand |", "| --- | --- |", "| x | y |", "",
+	}, "\n")
+	fresh := strings.Join([]string{
+		"# Benchmarks", "", "Machine: new box.", "",
+		"| comparison | ratio |", "| --- | --- |",
+		"| SQLite a / b | 1.10× |", "| client c / d | not run | |", "| new e / f | 3.00× |", "",
+		"SQLite:", "", "| contender | first |", "| --- | --- |", "| bare | not run | |", "",
+		"PostgreSQL:", "", "| contender | first |", "| --- | --- |", "| bare | 3 ms |", "",
+	}, "\n")
+	note := partialNote([]string{"SQLite ledger"}, "^SQLite", 5, "box", "1.00")
+	got, left := merge(old, fresh, note)
+	for _, want := range []string{"| SQLite a / b | 1.10× |", "| client c / d | 2.00× |", "SQLite:\n\n| contender | first |\n| --- | --- |\n| bare | 1 ms |",
+		"PostgreSQL:\n\n| contender | first |\n| --- | --- |\n| bare | 3 ms |", "| x | y |", "Machine: old box.\n\n" + note + "\n\n| comparison"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("merge kept no %q in:\n%s", want, got)
+		}
+	}
+	if !strings.Contains(got, "| client c / d | 2.00× |\n| new e / f | 3.00× |\n") {
+		t.Errorf("merge put the new row elsewhere than after the one fresh has before it:\n%s", got)
+	}
+	if len(left) != 0 {
+		t.Errorf("merge left %q; want every row placed", left)
+	}
+	_, left = merge(old, fresh+"\n## New\n\n| a | b |\n| --- | --- |\n| c | d |\n", note)
+	if !slices.Equal(left, []string{"| c | d |"}) {
+		t.Errorf("merge left %q; want the row of a table old lacks", left)
+	}
+	again, _ := merge(got, fresh, note)
+	if n := strings.Count(again, regeneratedPrefix); n != 1 || strings.Contains(again, "\n\n\n") {
+		t.Errorf("a second partial run left %d notes (want 1), or blank lines doubled:\n%s", n, again)
+	}
+}
