@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -117,6 +116,6 @@ func answer(ctx context.Context, p *mcp.CallToolParams, err error) (mcp.Result, 
 // badArguments reports whether p's arguments are not a JSON object, which
 // the caller refuses before anything is recorded.
 func badArguments(p *mcp.CallToolParams) bool {
-	_, err := caller.MarshalArgs(p.Arguments)
+	_, err := wire.MarshalArgs(p.Arguments)
 	return err != nil
 }
