@@ -11,7 +11,8 @@ import (
 // Marker is the replay marker of rec, the value of _meta[MetaReplay]
 // on a replayed result.
 func Marker(rec *ledger.Record) Replay {
-	m := Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted}
+	m := Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+		Reconciled: ReconciledOf(rec)}
 	setState(&m.State, rec.State)
 	return m
 }
