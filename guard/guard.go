@@ -108,7 +108,7 @@ func (g *Guard) Call(ctx context.Context, req *Request, run func(ctx context.Con
 	if err != nil {
 		a, o = Answer{Err: err}, refused(err)
 	} else {
-		a, o = g.claim(ctx, c, run)
+		a, o = g.claim(ctx, c, run, true)
 	}
 	r := o.result()
 	if c != nil {
@@ -120,8 +120,12 @@ func (g *Guard) Call(ctx context.Context, req *Request, run func(ctx context.Con
 
 // claim claims the operation through the lifecycle: the winner executes
 // the handler under a renewed lease, every duplicate follows the stored
-// record and is answered by the table's action for it.
-func (g *Guard) claim(ctx context.Context, c *call, run func(context.Context) End) (Answer, outcome) {
+// record and is answered by the table's action for it. A record the table
+// sends to reconciliation is first put to the tool's reconciler, when
+// reconcile says so and it has one; the call then claims again and is
+// answered from the resolved record: its replay, a run of the handler
+// (not run), or -31003 (still UNKNOWN).
+func (g *Guard) claim(ctx context.Context, c *call, run func(context.Context) End, reconcile bool) (Answer, outcome) {
 	if r := g.fences.Check(c.id, c.fence); r != nil {
 		return Answer{Err: r}, outcome{of: ledger.OutcomeInProgress, duplicate: true}
 	}
@@ -141,6 +145,11 @@ func (g *Guard) claim(ctx context.Context, c *call, run func(context.Context) En
 				"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "err", err)
 		}
 		return ans, out
+	}
+	if reconcile && err == nil && rec != nil && ledger.Act(rec) == ledger.ActReconcile {
+		if _, ok := g.resolve(ctx, rec, c.args); ok {
+			return g.claim(ctx, c, run, false)
+		}
 	}
 	return g.repeat(ctx, c, rec, err)
 }

@@ -67,6 +67,16 @@ type Options struct {
 	// every guarded call (the global OpenTelemetry providers when nil).
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+
+	// Reconcilers holds a Reconciler per tool name: when a call meets an
+	// UNKNOWN record of its key, and in every sweep for the UNKNOWN
+	// records due, the tool's reconciler looks the key up in the server's
+	// own data and its finding settles the record (ledger.Resolve).
+	Reconcilers map[string]Reconciler
+	// ReconcileBudget bounds one reconciler call (DefaultReconcileBudget
+	// when zero), so a call that meets an UNKNOWN record gets its answer
+	// in the same turn.
+	ReconcileBudget time.Duration
 }
 
 // withDefaults returns a copy of o with every zero field filled.
@@ -98,6 +108,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxResult <= 0 {
 		c.MaxResult = ledger.DefaultMaxResult
+	}
+	if c.ReconcileBudget <= 0 {
+		c.ReconcileBudget = DefaultReconcileBudget
 	}
 	if c.Owner == "" {
 		c.Owner = NewOwner("server")

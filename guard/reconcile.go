@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -101,4 +102,98 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliat
 	}
 	return ledger.Reconcile(ctx, st, rec.ID, ledger.Reconciliation{As: to, Result: result, Message: message,
 		Method: r.Method, By: r.By, Note: r.Note})
+}
+
+// ReconcileRequest is what a reconciler is asked about: the UNKNOWN
+// operation (tenant, tool, key) and its arguments.
+type ReconcileRequest struct {
+	Tenant string
+	Tool   string
+	Key    string
+	// Arguments are the call's arguments: as the request sent them when a
+	// call met the UNKNOWN record, as the record keeps them (redacted) in
+	// the background sweep.
+	Arguments json.RawMessage
+}
+
+// Reconciler looks an UNKNOWN operation up in the server's own data (the
+// payments table by idempotency key) and says what it found
+// (DESIGN.md, "Reconciliation"): ledger.VerdictFound with the result every
+// repeat gets back, VerdictFailed, VerdictNotRun when the effect is
+// provably absent and cannot appear any more (the next call with the key
+// runs it), or VerdictUnknown with what it saw. An error, or no answer
+// within Options.ReconcileBudget, is an unknown finding: the record stays
+// UNKNOWN with the attempt in its history.
+type Reconciler func(ctx context.Context, req ReconcileRequest) (ledger.Finding, error)
+
+// DefaultReconcileBudget bounds one reconciler call when
+// Options.ReconcileBudget is zero.
+const DefaultReconcileBudget = 2 * time.Second
+
+// resolve asks the tool's reconciler about rec, an UNKNOWN record, and
+// records its finding (ledger.Resolve). It returns the record as it is
+// after, and false when the tool has no reconciler or rec is a tombstone
+// (only a person may decide then).
+func (g *Guard) resolve(ctx context.Context, rec *ledger.Record, args json.RawMessage) (*ledger.Record, bool) {
+	rc := g.opts.Reconcilers[rec.Tool]
+	if rc == nil || rec.Tombstone {
+		return rec, false
+	}
+	f := g.find(ctx, rc, ReconcileRequest{Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key, Arguments: args})
+	out, err := ledger.Resolve(ctx, g.store, rec, f)
+	switch {
+	case err == nil:
+		g.opts.Logger.InfoContext(ctx, "mcpledger server: reconciled", "tool", rec.Tool, "tenant", rec.Tenant,
+			"key", ledger.ShortHash(rec.Key), "verdict", f.Verdict, "state", out.State)
+		return out, true
+	case out != nil:
+		// Another finding or the owner's late write came first: the
+		// record as it is now answers.
+		return out, true
+	}
+	if ctx.Err() == nil {
+		g.opts.Logger.ErrorContext(ctx, "mcpledger server: recording a reconciler's finding failed; the record stays UNKNOWN",
+			"tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "err", err)
+	}
+	return rec, true
+}
+
+// find calls rc within the reconcile budget. A failure or no answer in
+// time is an unknown finding that says so.
+func (g *Guard) find(ctx context.Context, rc Reconciler, req ReconcileRequest) ledger.Finding {
+	rctx, cancel := context.WithTimeout(ctx, g.opts.ReconcileBudget)
+	defer cancel()
+	type answer struct {
+		f   ledger.Finding
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if r := recover(); r != nil {
+				a = answer{err: fmt.Errorf("the reconciler panicked: %v", r)}
+			}
+			done <- a
+		}()
+		a.f, a.err = rc(rctx, req)
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-rctx.Done():
+		a.err = fmt.Errorf("the reconciler did not answer within %s", g.opts.ReconcileBudget)
+	}
+	f := a.f
+	if a.err != nil {
+		f = ledger.Finding{Verdict: ledger.VerdictUnknown, Evidence: a.err.Error()}
+	}
+	if !slices.Contains(ledger.Verdicts, f.Verdict) {
+		f = ledger.Finding{Verdict: ledger.VerdictUnknown, Evidence: fmt.Sprintf("the reconciler answered no verdict (%q)", f.Verdict)}
+	}
+	f.Method = ledger.MethodReconciler
+	if f.By == "" {
+		f.By = "reconciler of " + req.Tool
+	}
+	return f
 }

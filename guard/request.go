@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -17,6 +18,8 @@ type call struct {
 	policy ledger.ToolSettings
 	// fence is the client's fencing token for the key (Token 0: none sent).
 	fence wire.Fence
+	// args are the arguments as the request sent them, for a reconciler.
+	args json.RawMessage
 }
 
 // prepare checks a guarded call and builds its claim. A non-nil error is
@@ -66,7 +69,7 @@ func (g *Guard) prepare(ctx context.Context, req *Request) (*call, error) {
 		retention = g.opts.Retention
 	}
 	id := ledger.ID{Tenant: tenant, Layer: g.opts.Layer, Tool: tool, Key: key}
-	c := &call{id: id, policy: pol, fence: fence, claim: ledger.ClaimRequest{
+	c := &call{id: id, policy: pol, fence: fence, args: req.Arguments, claim: ledger.ClaimRequest{
 		ID: id, Session: req.Session, Fingerprint: fp, Arguments: red,
 		Retention: retention, ReusePolicy: pol.Reuse,
 	}}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -48,5 +49,38 @@ func (g *Guard) Sweep(ctx context.Context) (expired, purged int) {
 	if p >= g.opts.SweepLimit {
 		g.opts.Logger.WarnContext(ctx, "mcpledger server: more records past retention than one sweep purges; the rest go at the next sweeps (raise Options.SweepLimit or sweep more often)", "purged", p)
 	}
+	g.ReconcileDue(ctx)
 	return n, p
+}
+
+// ReconcileDue puts the UNKNOWN records of this Guard's layer that are due
+// for an attempt (ledger.DueUnknown, the earliest due first, at most
+// Options.SweepLimit) to their tool's reconciler, and reports how many it
+// settled. A record whose reconciler finds nothing stays UNKNOWN and comes
+// due again later (ledger.ReconcileDelay). Without reconcilers, or on a
+// store that cannot list due records, it does nothing. Sweep calls it.
+func (g *Guard) ReconcileDue(ctx context.Context) (settled int) {
+	if len(g.opts.Reconcilers) == 0 {
+		return 0
+	}
+	recs, err := ledger.DueUnknown(ctx, g.store, ledger.DueQuery{AllTenants: true, Layers: []string{g.opts.Layer}, Limit: min(g.opts.SweepLimit, ledger.MaxDueLimit)})
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, ledger.ErrNoDueList) {
+			g.opts.Logger.ErrorContext(ctx, "mcpledger server: listing UNKNOWN records due for reconciliation", "err", err)
+		}
+		return 0
+	}
+	for _, rec := range recs {
+		if ctx.Err() != nil {
+			break
+		}
+		out, ok := g.resolve(ctx, rec, rec.Arguments)
+		if ok && ledger.Act(out) != ledger.ActReconcile {
+			settled++
+		}
+	}
+	if settled > 0 {
+		g.opts.Logger.InfoContext(ctx, "mcpledger server: reconciled UNKNOWN records in the background", "count", settled)
+	}
+	return settled
 }

@@ -59,6 +59,12 @@ type ServerOptions struct {
 	// on the go-sdk server (package telemetry).
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+	// Reconcilers holds a reconciler per tool name, which a call that
+	// meets an UNKNOWN record of its key, and Run's sweep, ask about it
+	// (see server.Options.Reconcilers); ReconcileBudget bounds one call
+	// (guard.DefaultReconcileBudget when zero).
+	Reconcilers     map[string]guard.Reconciler
+	ReconcileBudget time.Duration
 }
 
 // Guard is server-side idempotency for one mcp-go server: its middleware
@@ -89,6 +95,7 @@ func NewGuard(store ledger.Store, opts *ServerOptions) *Guard {
 		Lease: o.Lease, Retention: o.Retention, SweepEvery: o.SweepEvery, SweepLimit: o.SweepLimit,
 		MaxResult: o.MaxResult, Owner: o.Owner, Now: o.Now, Logger: o.Logger,
 		MeterProvider: o.MeterProvider, TracerProvider: o.TracerProvider,
+		Reconcilers: o.Reconcilers, ReconcileBudget: o.ReconcileBudget,
 	})
 	o.Retention = core.Options().Retention
 	return &Guard{core: core, opts: o}

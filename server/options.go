@@ -95,7 +95,28 @@ type Options struct {
 	// (call Close to write the last ones).
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+
+	// Reconcilers holds a Reconciler per tool name. When a call meets an
+	// UNKNOWN record of its key (its server died mid-handler, its handler
+	// failed), the tool's reconciler looks the key up in the server's own
+	// data, within ReconcileBudget, and its finding settles the record
+	// (ledger.Resolve): found, the call gets that result as a replay;
+	// failed, the failure; not run, the handler runs now under the same
+	// key; anything else, -31003 as before, with the attempt in the
+	// record's history. Run's sweep also tries them on the UNKNOWN records
+	// due.
+	Reconcilers map[string]Reconciler
+	// ReconcileBudget bounds one reconciler call
+	// (guard.DefaultReconcileBudget when zero).
+	ReconcileBudget time.Duration
 }
+
+// Reconciler looks an UNKNOWN operation up in the server's own data and
+// says what it found (guard.Reconciler).
+type Reconciler = guard.Reconciler
+
+// ReconcileRequest is what a Reconciler is asked about.
+type ReconcileRequest = guard.ReconcileRequest
 
 // ToolPolicy is the per-tool configuration of a Guard: the settings every
 // side shares (ledger.ToolSettings). Of them the Guard reads Retention,
@@ -130,19 +151,21 @@ func (o *Options) withDefaults() Options {
 // core is o in package guard's terms; guard fills the other zero fields.
 func (o Options) core() *guard.Options {
 	return &guard.Options{
-		Layer:          o.Layer,
-		Tools:          o.Tools,
-		InProgressWait: o.InProgressWait,
-		RetryAfter:     o.RetryAfter,
-		Lease:          o.Lease,
-		Retention:      o.Retention,
-		SweepEvery:     o.SweepEvery,
-		SweepLimit:     o.SweepLimit,
-		MaxResult:      o.MaxResult,
-		Owner:          o.Owner,
-		Now:            o.Now,
-		Logger:         o.Logger,
-		MeterProvider:  o.MeterProvider,
-		TracerProvider: o.TracerProvider,
+		Layer:           o.Layer,
+		Tools:           o.Tools,
+		InProgressWait:  o.InProgressWait,
+		RetryAfter:      o.RetryAfter,
+		Lease:           o.Lease,
+		Retention:       o.Retention,
+		SweepEvery:      o.SweepEvery,
+		SweepLimit:      o.SweepLimit,
+		MaxResult:       o.MaxResult,
+		Owner:           o.Owner,
+		Now:             o.Now,
+		Logger:          o.Logger,
+		MeterProvider:   o.MeterProvider,
+		TracerProvider:  o.TracerProvider,
+		Reconcilers:     o.Reconcilers,
+		ReconcileBudget: o.ReconcileBudget,
 	}
 }

@@ -55,6 +55,24 @@ type payTool struct {
 	next    atomic.Int64 // a behaviour
 	started chan struct{}
 	release chan struct{}
+	// finds is what the reconciler finds next: a ledger.Verdict, or
+	// "error" for a reconciler that fails.
+	finds atomic.Value
+}
+
+// reconcile is pay's reconciler on either SDK: it finds what finds says.
+func (p *payTool) reconcile(_ context.Context, req guard.ReconcileRequest) (ledger.Finding, error) {
+	v, _ := p.finds.Load().(string)
+	switch ledger.Verdict(v) {
+	case "error":
+		return ledger.Finding{}, errors.New("payments: the payments table is locked")
+	case ledger.VerdictFound:
+		return ledger.Finding{Verdict: ledger.VerdictFound, Evidence: "payment pay_1 has key " + req.Key,
+			Result: json.RawMessage(`{"content":[{"type":"text","text":"paid 5 (payment 1, found)"}]}`)}, nil
+	case ledger.VerdictFailed, ledger.VerdictNotRun:
+		return ledger.Finding{Verdict: ledger.Verdict(v), Evidence: "no payment has key " + req.Key}, nil
+	}
+	return ledger.Finding{Verdict: ledger.VerdictUnknown, Evidence: "the payments table is not reachable"}, nil
 }
 
 func newPayTool() *payTool {
@@ -111,7 +129,8 @@ func startGoSDKServer(t *testing.T, p *payTool, st ledger.Store, mp *sdkmetric.M
 		}
 		return &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 	})
-	g := server.New(st, &server.Options{InProgressWait: serverWait, Logger: slog.New(slog.DiscardHandler), MeterProvider: mp})
+	g := server.New(st, &server.Options{InProgressWait: serverWait, Logger: slog.New(slog.DiscardHandler), MeterProvider: mp,
+		Reconcilers: map[string]server.Reconciler{"pay": p.reconcile}})
 	t.Cleanup(func() {
 		if err := g.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
@@ -125,7 +144,8 @@ func startGoSDKServer(t *testing.T, p *payTool, st ledger.Store, mp *sdkmetric.M
 }
 
 func startMCPGoServer(t *testing.T, p *payTool, st ledger.Store, mp *sdkmetric.MeterProvider) string {
-	g := mcpgo.NewGuard(st, &mcpgo.ServerOptions{InProgressWait: serverWait, MeterProvider: mp})
+	g := mcpgo.NewGuard(st, &mcpgo.ServerOptions{InProgressWait: serverWait, MeterProvider: mp,
+		Reconcilers: map[string]guard.Reconciler{"pay": p.reconcile}})
 	t.Cleanup(func() {
 		if err := g.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
@@ -168,6 +188,9 @@ type serverStep struct {
 	do     behaviour
 	amount int   // 5 when zero
 	fence  int64 // sent in _meta when positive
+	// finds is what the tool's reconciler finds when the call meets an
+	// UNKNOWN record ("": nothing, an unknown finding).
+	finds ledger.Verdict
 	// before runs ahead of the call (a person reconciles the record).
 	before func(t *testing.T, st ledger.Store, id ledger.ID)
 	// during: the call is made while this step's handler holds (payHold),
@@ -222,9 +245,26 @@ func TestServerParity(t *testing.T) {
 			{do: payOK, want: unknown},
 			{do: payOK, amount: 6, want: serverAnswer{Code: wire.CodeKeyReused, Reason: wire.ReasonKeyReused, Record: ledger.StateUnknown, Runs: 1, Outcome: ledger.OutcomeKeyConflict}},
 		}},
-		{"reconciled", []serverStep{
+		{"reconciled by a person", []serverStep{
 			{do: payGoError, want: unknown},
 			{do: payOK, before: reconcileAsPaid, want: serverAnswer{Replay: true, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeReplayed}},
+		}},
+		{"reconciler finds it", []serverStep{
+			{do: payGoError, finds: ledger.VerdictFound, want: unknown},
+			{do: payOK, finds: ledger.VerdictFound, want: serverAnswer{Replay: true, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeReplayed}},
+			{do: payOK, want: serverAnswer{Replay: true, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeReplayed}},
+		}},
+		{"reconciler finds it failed", []serverStep{
+			{do: payPanic, want: unknown},
+			{do: payOK, finds: ledger.VerdictFailed, want: serverAnswer{Replay: true, IsError: true, Record: ledger.StateFailed, Runs: 1, Outcome: ledger.OutcomeReplayed}},
+		}},
+		{"reconciler finds it not run", []serverStep{
+			{do: payGoError, want: unknown},
+			{do: payOK, finds: ledger.VerdictNotRun, want: serverAnswer{Record: ledger.StateSucceeded, Runs: 2, Outcome: ledger.OutcomeSucceeded}},
+		}},
+		{"reconciler fails", []serverStep{
+			{do: payGoError, want: unknown},
+			{do: payOK, finds: "error", want: unknown},
 		}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
@@ -272,6 +312,7 @@ func runServerScenario(t *testing.T, gs guardedServer, steps []serverStep) {
 			s.before(t, st, id)
 		}
 		p.next.Store(int64(s.do))
+		p.finds.Store(string(s.finds))
 		if s.during == nil {
 			a := callServer(t, session, key, s)
 			a.Runs = p.runs.Load()
