@@ -197,3 +197,25 @@ func (g *Guard) find(ctx context.Context, rc Reconciler, req ReconcileRequest) l
 	}
 	return f
 }
+
+// ReconcileRecord asks the tool's reconciler about the UNKNOWN record id
+// now, records its finding (ledger.Resolve) and returns the record as it
+// is after: what a person runs by hand, with the function the Guard runs
+// by itself. A record that is not UNKNOWN, or a tool without a
+// reconciler, is an error, and nothing changes.
+func (g *Guard) ReconcileRecord(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
+	rc := g.opts.Reconcilers[id.Tool]
+	if rc == nil {
+		return nil, fmt.Errorf("guard: tool %q has no reconciler; give one in the options' Reconcilers, or reconcile the record by hand", id.Tool)
+	}
+	rec, err := g.store.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("guard: reconcile %s key %s: %w", id.Tool, ledger.ShortHash(id.Key), err)
+	}
+	if ledger.Act(rec) != ledger.ActReconcile || rec.Tombstone {
+		return rec, fmt.Errorf("guard: reconcile %s key %s: the record is %s; only UNKNOWN records are reconciled: %w",
+			id.Tool, ledger.ShortHash(id.Key), rec.State, ledger.ErrStateChanged)
+	}
+	f := g.find(ctx, rc, ReconcileRequest{Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key, Arguments: rec.Arguments})
+	return ledger.Resolve(ctx, g.store, rec, f)
+}
