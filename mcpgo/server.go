@@ -215,19 +215,16 @@ func end(res *mcp.CallToolResult, err error) guard.End {
 	}
 	e := guard.End{Err: err}
 	if res != nil {
-		e.Reply, e.IsError, e.NeedsInput, e.Text = res, res.IsError, res.NeedsInput(), firstText(res, 500)
+		e.Reply, e.IsError, e.NeedsInput, e.Text = res, res.IsError, res.NeedsInput(), firstText(res)
 		e.Encode = func() (json.RawMessage, error) { return json.Marshal(res) }
 	}
 	return e
 }
 
-// firstText returns the first text content, cut to at most n bytes.
-func firstText(r *mcp.CallToolResult, n int) string {
+// firstText returns the first text content (the core cuts it to size).
+func firstText(r *mcp.CallToolResult) string {
 	for _, c := range r.Content {
 		if t, ok := mcp.AsTextContent(c); ok {
-			if len(t.Text) > n {
-				return t.Text[:n]
-			}
 			return t.Text
 		}
 	}

@@ -55,7 +55,7 @@ func end(res mcp.Result, err error) guard.End {
 	}
 	e := guard.End{Err: err}
 	if cr != nil {
-		e.Reply, e.Encode, e.IsError, e.NeedsInput, e.Text = cr, encoder(cr), cr.IsError, len(cr.InputRequests) > 0, firstText(cr, 500)
+		e.Reply, e.Encode, e.IsError, e.NeedsInput, e.Text = cr, encoder(cr), cr.IsError, len(cr.InputRequests) > 0, firstText(cr)
 		if cr.IsError && err == nil {
 			// A typed handler's Go error arrives as an isError result that
 			// keeps the error (go-sdk's SetError); a result the handler
@@ -75,13 +75,10 @@ func end(res mcp.Result, err error) guard.End {
 	return e
 }
 
-// firstText returns the first text content, cut to at most n bytes.
-func firstText(r *mcp.CallToolResult, n int) string {
+// firstText returns the first text content (the core cuts it to size).
+func firstText(r *mcp.CallToolResult) string {
 	for _, c := range r.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
-			if len(t.Text) > n {
-				return t.Text[:n]
-			}
 			return t.Text
 		}
 	}
