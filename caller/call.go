@@ -100,12 +100,12 @@ func (c *Caller[P, R]) call(ctx context.Context, req Request[P]) (*Outcome[R], e
 // argument of a tool whose input schema declares it: a key is a key
 // wherever the caller puts it, and the ledger never replaces it with one
 // of its own. A key ctx carries already (WithKey, or _meta through an
-// adapter) must be the same one (ErrKeysDiffer).
+// adapter) must be the same one (wire.ErrKeysDiffer).
 func argKey[P any](ctx context.Context, op *operation[P]) (context.Context, error) {
 	if op.tool == nil || !op.tool.DeclaresKey {
 		return ctx, nil
 	}
-	v, ok, err := KeyArg(op.args)
+	v, ok, err := wire.KeyArg(op.args)
 	if err != nil {
 		return nil, fmt.Errorf("caller: the arguments of %s: %w", op.name, err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 type ctxKey int
@@ -16,7 +15,6 @@ const (
 	keyCtx ctxKey = iota
 	chainCtx
 	newKeyCtx
-	leaseCtx
 	confirmerCtx
 )
 
@@ -58,36 +56,6 @@ func Chain(ctx context.Context) (string, bool) {
 func WantsNewKey(ctx context.Context) bool {
 	b, _ := ctx.Value(newKeyCtx).(bool)
 	return b
-}
-
-// lease is what a handler may know of the guarded call it runs.
-type lease struct {
-	key   string
-	fence wire.Fence
-}
-
-// WithHandler marks ctx as that of a guarded call with key and fence
-// (0: the client sent none); the server middleware of each SDK sets it
-// before the tool handler runs.
-func WithHandler(ctx context.Context, key string, fence wire.Fence) context.Context {
-	return context.WithValue(ctx, leaseCtx, lease{key: key, fence: fence})
-}
-
-// KeyFromHandler returns the idempotency key of the guarded call a handler
-// is running, so the handler can pass it to its downstream API. It reports
-// false outside a guarded call.
-func KeyFromHandler(ctx context.Context) (string, bool) {
-	l, ok := ctx.Value(leaseCtx).(lease)
-	return l.key, ok
-}
-
-// FenceFromHandler returns the fencing token the client sent with the
-// guarded call a handler is running (Token 0 when it sent none), so a
-// downstream write can be made conditional on it (outbox.Fence). It
-// reports false outside a guarded call.
-func FenceFromHandler(ctx context.Context) (wire.Fence, bool) {
-	l, ok := ctx.Value(leaseCtx).(lease)
-	return l.fence, ok
 }
 
 // Choose picks the key of a call of tool with argument fingerprint fp from

@@ -17,10 +17,10 @@
 //	c := caller.New(store, &caller.Options{Tenant: "acme"}, conn, codec, "client")
 //	o, err := c.Call(caller.WithKey(ctx, "order-1042"), caller.Request[P]{Tool: "create_payment", Arguments: args, Params: p})
 //
-// The package also holds what both ends of a call read the same way: the
-// key and fence of a request's _meta (KeyOf, FenceOf), a server's
-// refusals and its answer to a repeat (Refusal, Repeat), the replay
-// marker (Marker, Mark) and the handler's view of its guarded call
-// (KeyFromHandler, FenceFromHandler). It imports no MCP SDK's session or
-// transport.
+// What both ends of a call read the same way lives below it: the key and
+// fence of a request's _meta and the replay marker in package wire
+// (wire.KeyOf, wire.FenceOf, wire.Mark), a server's refusals and the
+// handler's view of its guarded call in package guard. The names this
+// package used to hold stay as deprecated aliases (compat.go). It imports
+// no MCP SDK's session or transport.
 package caller

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -117,7 +116,7 @@ func answer(ctx context.Context, p *mcp.CallToolParams, err error) (mcp.Result, 
 // badArguments reports whether p's arguments are not a JSON object, which
 // the caller refuses before anything is recorded.
 func badArguments(p *mcp.CallToolParams) bool {
-	_, err := caller.MarshalArgs(p.Arguments)
+	_, err := wire.MarshalArgs(p.Arguments)
 	return err != nil
 }
 
@@ -127,7 +126,7 @@ func badArguments(p *mcp.CallToolParams) bool {
 // name given twice), or two different keys. The wrapper's caller finds
 // the code with errors.As; the middleware and the proxy answer with it.
 func malformed(err error) error {
-	if !errors.Is(err, ledger.ErrInvalidArguments) && !errors.Is(err, caller.ErrKeysDiffer) {
+	if !errors.Is(err, ledger.ErrInvalidArguments) && !errors.Is(err, wire.ErrKeysDiffer) {
 		return err
 	}
 	return &paramsError{err: err, rpc: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/confirm"
+	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -43,9 +44,9 @@ type (
 
 const (
 	// KindReconciled is the ErrorKind of a record a person reconciled.
-	KindReconciled = caller.KindReconciled
+	KindReconciled = ledger.KindReconciled
 	// MetaReconciled marks the result of a reconciled record.
-	MetaReconciled = caller.MetaReconciled
+	MetaReconciled = wire.MetaReconciled
 )
 
 // WithKey sets the idempotency key of the next calls made with ctx
@@ -79,13 +80,13 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 }
 
 // Reconcile settles an UNKNOWN record once someone found out what
-// happened; see caller.Reconcile.
+// happened; see guard.Reconcile.
 func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
-	return caller.Reconcile(ctx, st, id, r)
+	return guard.Reconcile(ctx, st, id, r)
 }
 
 // Reconciliation is what someone found out about an UNKNOWN call.
-type Reconciliation = caller.Reconciliation
+type Reconciliation = guard.Reconciliation
 
 // QueuedCall reports whether r is a queued call (caller.QueuedCall).
 func QueuedCall(r *ledger.Record) (Queued, bool) { return caller.QueuedCall(r) }
@@ -106,6 +107,6 @@ func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec{}.Mark(res, caller.Marker(rec))
+	codec{}.Mark(res, wire.Marker(rec))
 	return res, nil
 }

@@ -122,7 +122,7 @@ func metaKey(ctx context.Context, p *mcp.CallToolParams) (context.Context, error
 	if _, ok := p.Meta[wire.MetaKey]; !ok {
 		return ctx, nil
 	}
-	key, err := caller.KeyOf(p.Meta, nil)
+	key, err := wire.KeyOf(p.Meta, nil)
 	if err != nil {
 		return nil, fmt.Errorf("client: the key in params._meta of %s: %w; send 1-255 of [A-Za-z0-9._:~-], or leave it out", p.Name, err)
 	}

@@ -335,3 +335,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Stored is a result as the ledger keeps it: raw itself, or past limit
+// bytes what compact (Compact when nil) keeps of it, and whether it
+// was compacted.
+func Stored(raw json.RawMessage, limit int, compact Compactor) (json.RawMessage, bool, error) {
+	if len(raw) <= limit {
+		return raw, false, nil
+	}
+	if compact == nil {
+		compact = Compact
+	}
+	return compact(raw, limit)
+}

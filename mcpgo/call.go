@@ -41,7 +41,7 @@ func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec{}.Mark(res, caller.Marker(rec))
+	codec{}.Mark(res, wire.Marker(rec))
 	return res, nil
 }
 

@@ -2,19 +2,16 @@ package mcpgo
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcpledger/mcpledger/caller"
+	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -47,22 +44,37 @@ type ServerOptions struct {
 	// MaxResult is the stored size past which a result is compacted
 	// (ledger.DefaultMaxResult when zero).
 	MaxResult int
+	// SweepEvery is the period of Run (Lease/4 when zero, at least
+	// 100ms); SweepLimit the most records one sweep purges
+	// (ledger.DefaultSweepLimit when zero).
+	SweepEvery time.Duration
+	SweepLimit int
 	// Owner names this process in leases (a random label per process when
 	// empty, so a duplicate on this host knows at once when it is gone).
 	Owner  string
 	Now    func() time.Time
 	Logger *slog.Logger
+	// MeterProvider and TracerProvider receive the metrics and spans of
+	// every guarded call (the global OpenTelemetry providers when nil), as
+	// on the go-sdk server (package telemetry).
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
+	// Reconcilers holds a reconciler per tool name, which a call that
+	// meets an UNKNOWN record of its key, and Run's sweep, ask about it
+	// (see server.Options.Reconcilers); ReconcileBudget bounds one call
+	// (guard.DefaultReconcileBudget when zero).
+	Reconcilers     map[string]guard.Reconciler
+	ReconcileBudget time.Duration
 }
 
 // Guard is server-side idempotency for one mcp-go server: its middleware
-// runs each guarded tools/call once per (tenant, layer, tool, key), on the same
-// lifecycle and wire conventions as package server for go-sdk, and replays
-// the stored outcome to every duplicate. It is safe for concurrent use.
+// runs each guarded tools/call once per (tenant, layer, tool, key), on the
+// one server core (package guard) that package server runs for go-sdk, and
+// replays the stored outcome to every duplicate. It only translates. It is
+// safe for concurrent use.
 type Guard struct {
-	lc   *ledger.Lifecycle
+	core *guard.Guard
 	opts ServerOptions
-	// fences holds the highest fencing token seen per key.
-	fences caller.FenceBook
 }
 
 // NewGuard returns a Guard recording in store. opts may be nil.
@@ -71,49 +83,45 @@ func NewGuard(store ledger.Store, opts *ServerOptions) *Guard {
 	if opts != nil {
 		o = *opts
 	}
-	if o.InProgressWait <= 0 {
-		o.InProgressWait = 5 * time.Second
-	}
-	if o.RetryAfter <= 0 {
-		o.RetryAfter = time.Second
-	}
-	if o.Lease <= 0 {
-		o.Lease = ledger.DefaultLease
-	}
-	if o.Retention <= 0 {
-		o.Retention = ledger.DefaultRetention
-	}
-	if o.MaxResult <= 0 {
-		o.MaxResult = ledger.DefaultMaxResult
-	}
 	if o.Owner == "" {
-		o.Owner = ledger.NewOwner("mcpgo-server-" + randomHex(4))
-	}
-	if o.Layer == "" {
-		o.Layer = ledger.LayerServer
-	}
-	if o.Now == nil {
-		o.Now = time.Now
+		o.Owner = guard.NewOwner("mcpgo-server")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Guard{
-		lc:   &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait, Now: o.Now, Logger: o.Logger},
-		opts: o,
-	}
+	core := guard.New(store, &guard.Options{
+		Layer: o.Layer, Tools: o.Tools,
+		InProgressWait: o.InProgressWait, RetryAfter: o.RetryAfter,
+		Lease: o.Lease, Retention: o.Retention, SweepEvery: o.SweepEvery, SweepLimit: o.SweepLimit,
+		MaxResult: o.MaxResult, Owner: o.Owner, Now: o.Now, Logger: o.Logger,
+		MeterProvider: o.MeterProvider, TracerProvider: o.TracerProvider,
+		Reconcilers: o.Reconcilers, ReconcileBudget: o.ReconcileBudget,
+	})
+	o.Retention = core.Options().Retention
+	return &Guard{core: core, opts: o}
 }
+
+// Core is the SDK-neutral guard this adapter translates for.
+func (g *Guard) Core() *guard.Guard { return g.core }
+
+// Run sweeps the ledger every ServerOptions.SweepEvery until ctx ends
+// (guard.Guard.Run): dead leases become UNKNOWN, expired records are
+// purged. Run it once per process, beside the server.
+func (g *Guard) Run(ctx context.Context) error { return g.core.Run(ctx) }
+
+// Sweep runs one pass of Run and reports how many records it expired and
+// purged.
+func (g *Guard) Sweep(ctx context.Context) (expired, purged int) { return g.core.Sweep(ctx) }
+
+// Close writes the call events still queued (guard.Guard.Close).
+func (g *Guard) Close(ctx context.Context) error { return g.core.Close(ctx) }
 
 // Capability is the experimental capability a key-aware server
 // advertises, to merge into the map given to server.WithExperimental.
 // With a Tenant function it also says it keeps keys per tenant
 // (wire.CapabilityTenants), so clients send their keys as they are.
 func (g *Guard) Capability() map[string]any {
-	v := map[string]any{"version": wire.CapabilityVersion, "retentionSeconds": int64(g.opts.Retention / time.Second)}
-	if g.opts.Tenant != nil {
-		v[wire.CapabilityTenants] = true
-	}
-	return map[string]any{wire.Capability: v}
+	return map[string]any{wire.Capability: guard.Capability(g.opts.Retention, g.opts.Tenant != nil)}
 }
 
 // ServerOptions are the options that install the Guard on
@@ -163,188 +171,69 @@ func (g *Guard) guarded(ctx context.Context, tool string) bool {
 	return ro == nil || !*ro
 }
 
-// gcall is a guarded call that passed every check.
-type gcall struct {
-	id       ledger.ID
-	claim    ledger.ClaimRequest
-	settings ledger.ToolSettings
-	fence    wire.Fence
-}
-
 func (g *Guard) call(ctx context.Context, next server.ToolHandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := g.prepare(ctx, req)
-	if err != nil {
-		return nil, refuse(ctx, err)
-	}
-	if r := g.fences.Check(c.id, c.fence); r != nil {
-		return nil, refuse(ctx, r)
-	}
-	var (
-		reply    *mcp.CallToolResult
-		replyErr error
-	)
-	rec, ran, err := g.lc.Do(ctx, c.claim, func(ctx context.Context, _ ledger.Lease) ledger.Report {
-		var rep ledger.Report
-		rep, reply, replyErr = g.execute(caller.WithHandler(ctx, c.id.Key, c.fence), next, req, c)
-		return rep
+	a := g.core.Call(ctx, g.request(ctx, req), func(ctx context.Context) guard.End {
+		return end(next(ctx, req))
 	})
-	if ran {
-		if err != nil {
-			g.opts.Logger.ErrorContext(ctx, "mcpledger mcpgo server: storing outcome failed; lease expiry will make the record UNKNOWN",
-				"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "err", err)
-		}
-		return reply, refuse(ctx, replyErr)
-	}
-	if err := caller.Repeat(ctx, c.id, rec, err, g.opts.RetryAfter); err != nil {
-		return nil, refuse(ctx, err)
-	}
-	return replayResult(rec)
-}
-
-// prepare checks a guarded call and builds its claim. A non-nil error goes
-// back to the client; nothing is stored.
-func (g *Guard) prepare(ctx context.Context, req mcp.CallToolRequest) (*gcall, error) {
-	p := req.Params
-	raw := p.RawArguments
-	if len(raw) == 0 {
-		var err error
-		if raw, err = caller.MarshalArgs(p.Arguments); err != nil {
-			return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-		}
-	}
-	args, err := caller.DecodeArgs(raw)
-	if err != nil {
-		return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-	}
-	var meta map[string]any
-	if p.Meta != nil {
-		meta = p.Meta.AdditionalFields
-	}
-	key, err := caller.KeyOf(meta, args)
-	if err != nil {
-		return nil, caller.KeyRefusal(p.Name, "", err)
-	}
-	fence, err := caller.FenceOf(meta)
-	if err != nil {
-		return nil, caller.KeyRefusal(p.Name, key, err)
-	}
-	tenant := "default"
-	if g.opts.Tenant != nil {
-		if tenant, err = g.opts.Tenant(ctx, req); err != nil {
-			return nil, err
-		}
-		if err := ledger.ValidateTenant(tenant); err != nil {
-			return nil, fmt.Errorf("mcpgo: tenant of tool %q: %w", p.Name, err)
-		}
-	}
-	set := g.opts.Tools.For(p.Name)
-	fp, err := ledger.Fingerprint(raw, set.Exclude...)
-	if err != nil {
-		return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-	}
-	red, err := set.Redact.Redact(raw)
-	if err != nil {
-		return nil, caller.InvalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-	}
-	retention := set.Retention
-	if retention <= 0 {
-		retention = g.opts.Retention
-	}
-	id := ledger.ID{Tenant: tenant, Layer: g.opts.Layer, Tool: p.Name, Key: key}
-	c := &gcall{id: id, settings: set, fence: fence, claim: ledger.ClaimRequest{
-		ID: id, Fingerprint: fp, Arguments: red, Retention: retention, ReusePolicy: set.Reuse,
-	}}
-	if s := server.ClientSessionFromContext(ctx); s != nil {
-		c.claim.Session = s.SessionID()
-	}
-	c.claim.TraceID, c.claim.SpanID = caller.TraceParent(meta)
-	return c, nil
-}
-
-// execute runs the handler as the winner of the claim and says what
-// happened: the report to store and the reply.
-func (g *Guard) execute(ctx context.Context, next server.ToolHandlerFunc, req mcp.CallToolRequest, c *gcall) (ledger.Report, *mcp.CallToolResult, error) {
-	res, panicked, err := invoke(ctx, next, req)
-	rep := ledger.Report{Attempts: 1, On: ledger.OnAmbiguous}
 	switch {
-	case panicked != nil:
-		g.opts.Logger.ErrorContext(ctx, "mcpledger mcpgo server: handler panicked; record left UNKNOWN",
-			"tool", c.id.Tool, "key", ledger.ShortHash(c.id.Key), "panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
-		rep.ErrorKind, rep.ErrorMessage = "panic", fmt.Sprint(panicked.value)
-		return rep, nil, caller.Unknown(c.id.Tool, c.id.Key, "the handler panicked")
-	case errors.Is(err, ledger.ErrNotRun):
-		// The handler knows nothing happened: the next attempt with the
-		// key runs it.
-		rep.On, rep.ErrorKind, rep.ErrorMessage = ledger.OnNotSent, "not_run", ledger.OneLine(err.Error(), 500)
-		return rep, nil, caller.Refuse(wire.CodeInProgress, wire.ReasonNotRun, c.id.Key, string(ledger.StateRetryable),
-			fmt.Sprintf("tool %q: nothing happened (%s); send the same request again with the same key", c.id.Tool, ledger.OneLine(err.Error(), 300)), g.opts.RetryAfter)
-	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		rep.ErrorKind, rep.ErrorMessage = "canceled", ledger.OneLine(err.Error(), 500)
-		return rep, nil, caller.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler stopped with its context (%v)", err))
-	case err != nil:
-		// mcp-go turns every handler error into -32603: the handler may
-		// have acted before it failed.
-		rep.ErrorKind, rep.ErrorMessage = "handler_error", ledger.OneLine(err.Error(), 500)
-		return rep, nil, caller.Unknown(c.id.Tool, c.id.Key, fmt.Sprintf("the handler failed (%v)", err))
+	case a.Err != nil:
+		return nil, refuse(ctx, a.Err)
+	case a.Replay != nil:
+		return replayResult(a.Replay)
 	}
+	res, _ := a.Reply.(*mcp.CallToolResult)
 	if res == nil {
 		res = &mcp.CallToolResult{Content: []mcp.Content{}}
 	}
-	if res.NeedsInput() {
-		// The handler asks for input before it acts; the continuation comes
-		// back with the same key and claims the record again.
-		rep.On, rep.ErrorKind = ledger.OnNotSent, "input_required"
-		return rep, res, nil
-	}
-	raw, compacted, err := g.encode(c, res)
-	if err != nil {
-		rep.ErrorKind, rep.ErrorMessage = "unstorable", err.Error()
-		return rep, res, nil
-	}
-	rep.On, rep.Result, rep.Compacted = ledger.OnSucceeded, raw, compacted
-	if res.IsError {
-		rep.On, rep.ErrorKind = ledger.OnFailed, "tool_error"
-	}
-	return rep, res, nil
+	return res, nil
 }
 
-type panicked struct {
-	value any
-	stack []byte
+// request is req in the core's terms.
+func (g *Guard) request(ctx context.Context, req mcp.CallToolRequest) *guard.Request {
+	p := req.Params
+	r := &guard.Request{Tool: p.Name, Arguments: p.RawArguments}
+	if len(r.Arguments) == 0 {
+		r.Arguments, r.ArgumentsErr = wire.MarshalArgs(p.Arguments)
+	}
+	if p.Meta != nil {
+		r.Meta = p.Meta.AdditionalFields
+	}
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		r.Session = s.SessionID()
+	}
+	if g.opts.Tenant != nil {
+		r.Tenant = func(ctx context.Context) (string, error) { return g.opts.Tenant(ctx, req) }
+	}
+	return r
 }
 
-// invoke calls the handler and recovers a panic: the record becomes
-// UNKNOWN and the client gets an error, instead of the panic taking down
-// every call in flight.
-func invoke(ctx context.Context, next server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, p *panicked, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			p = &panicked{value: r, stack: debug.Stack()}
+// end is what the handler returned, in the core's terms. mcp-go sends
+// every handler error as -32603, so a Go error carries no code of its own.
+func end(res *mcp.CallToolResult, err error) guard.End {
+	if res == nil && err == nil {
+		res = &mcp.CallToolResult{Content: []mcp.Content{}}
+	}
+	e := guard.End{Err: err}
+	if res != nil {
+		e.Reply, e.IsError, e.NeedsInput, e.Text = res, res.IsError, res.NeedsInput(), firstText(res)
+		e.Encode = func() (json.RawMessage, error) { return json.Marshal(res) }
+	}
+	return e
+}
+
+// firstText returns the first text content (the core cuts it to size).
+func firstText(r *mcp.CallToolResult) string {
+	for _, c := range r.Content {
+		if t, ok := mcp.AsTextContent(c); ok {
+			return t.Text
 		}
-	}()
-	res, err = next(ctx, req)
-	return res, nil, err
-}
-
-// encode is the result as stored (mcp-go's encoding), compacted past the
-// size limit by the tool's compaction.
-func (g *Guard) encode(c *gcall, res *mcp.CallToolResult) (json.RawMessage, bool, error) {
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return nil, false, fmt.Errorf("mcpgo: encode result of %q: %w", c.id.Tool, err)
 	}
-	return caller.Stored(raw, g.opts.MaxResult, c.settings.Compact)
+	return ""
 }
 
 // replayResult is the stored result with the replay marker in its _meta.
 func replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	if text, ok := caller.Missing(rec); ok {
-		return &mcp.CallToolResult{
-			Result:  mcp.Result{Meta: mcp.NewMetaFromMap(map[string]any{wire.MetaReplay: caller.Marker(rec)})},
-			Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: true,
-		}, nil
-	}
-	raw, err := caller.Mark(rec)
+	raw, err := guard.Replay(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -352,18 +241,10 @@ func replayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
 }
 
 // KeyFromContext returns the idempotency key of the guarded call a handler
-// runs, for its downstream API and the outbox (caller.KeyFromHandler). It
+// runs, for its downstream API and the outbox (guard.KeyFromContext). It
 // reports false outside a guarded call.
-func KeyFromContext(ctx context.Context) (string, bool) { return caller.KeyFromHandler(ctx) }
+func KeyFromContext(ctx context.Context) (string, bool) { return guard.KeyFromContext(ctx) }
 
 // FenceFromContext returns the fencing token the client sent with the
 // guarded call a handler runs (0 when none).
-func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return caller.FenceFromHandler(ctx) }
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("mcpgo: crypto/rand failed: " + err.Error())
-	}
-	return hex.EncodeToString(b)
-}
+func FenceFromContext(ctx context.Context) (wire.Fence, bool) { return guard.FenceFromContext(ctx) }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcpledger/mcpledger/caller"
+	"github.com/mcpledger/mcpledger/guard"
 )
 
 // mcp-go sends every error a tool handler or middleware returns as
@@ -32,19 +32,19 @@ const codeInternal = -32603
 // message (the text mcp-go sends). Equal texts are equal refusals.
 type book struct {
 	mu sync.Mutex // guards m
-	m  map[string]*caller.Refusal
+	m  map[string]*guard.Refusal
 }
 
-func (b *book) put(r *caller.Refusal) {
+func (b *book) put(r *guard.Refusal) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		b.m = make(map[string]*caller.Refusal)
+		b.m = make(map[string]*guard.Refusal)
 	}
 	b.m[r.Message] = r
 }
 
-func (b *book) take(msg string) (*caller.Refusal, bool) {
+func (b *book) take(msg string) (*guard.Refusal, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, ok := b.m[msg]
@@ -63,7 +63,7 @@ func withBook(ctx context.Context, b *book) context.Context {
 // refuse returns err to mcp-go, noting a refusal in the request's book so
 // it leaves with its own code.
 func refuse(ctx context.Context, err error) error {
-	var r *caller.Refusal
+	var r *guard.Refusal
 	if b, ok := ctx.Value(bookKey{}).(*book); ok && errors.As(err, &r) {
 		b.put(r)
 	}

@@ -1,9 +1,10 @@
 package server
 
 import (
-	"github.com/mcpledger/mcpledger/wire"
 	"maps"
 	"time"
+
+	"github.com/mcpledger/mcpledger/guard"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,7 +21,7 @@ func Capability(retention time.Duration) map[string]any {
 }
 
 func capabilityValue(retention time.Duration) map[string]any {
-	return map[string]any{"version": 1, "retentionSeconds": int64(retention / time.Second)}
+	return guard.Capability(retention, false)
 }
 
 // advertise adds the capability to an initialize or server/discover result
@@ -48,13 +49,10 @@ func (g *Guard) advertise(res mcp.Result) {
 	if exp == nil {
 		exp = make(map[string]any, 1)
 	}
-	v := capabilityValue(g.opts.Retention)
-	if g.opts.Tenant != nil {
-		// Keys are kept per tenant, taken from the authenticated request:
-		// a client need not make its tenants' keys distinct itself.
-		v[wire.CapabilityTenants] = true
-	}
-	exp[CapabilityName] = v
+	// With a Tenant function keys are kept per tenant, taken from the
+	// authenticated request: a client need not make its tenants' keys
+	// distinct itself.
+	exp[CapabilityName] = guard.Capability(g.opts.Retention, g.opts.Tenant != nil)
 	c.Experimental = exp
 	*caps = c
 }

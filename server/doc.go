@@ -30,7 +30,12 @@
 //     _meta["io.github.mcpledger/replay"] = {key, state, firstAt, attempts};
 //   - a call whose handler panicked, returned a Go error or its context's
 //     error, or whose server died mid-handler: -31003 outcome_unknown until
-//     someone finds out what happened and calls Reconcile.
+//     the tool's reconciler (Options.Reconcilers) finds out what happened
+//     in the server's own data, when the next call with the key meets the
+//     record or Run's sweep comes by, or someone calls Reconcile.
+//
+// The Guard is go-sdk's adapter of package guard, the server core every SDK
+// shares: it translates requests and answers, and guard decides.
 //
 // A handler reads the key with KeyFromContext and passes it on to its own
 // downstream (an end-to-end key). The middleware also advertises

@@ -2,11 +2,10 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"time"
 
+	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/metric"
@@ -14,12 +13,12 @@ import (
 )
 
 // DefaultTenant is the tenant of every call when Options.Tenant is nil.
-const DefaultTenant = "default"
+const DefaultTenant = guard.DefaultTenant
 
 // Defaults for the zero fields of Options.
 const (
-	DefaultInProgressWait = 5 * time.Second
-	DefaultRetryAfter     = time.Second
+	DefaultInProgressWait = guard.DefaultInProgressWait
+	DefaultRetryAfter     = guard.DefaultRetryAfter
 )
 
 // Options configures a Guard. The zero value (or nil) guards every tool not
@@ -96,7 +95,28 @@ type Options struct {
 	// (call Close to write the last ones).
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+
+	// Reconcilers holds a Reconciler per tool name. When a call meets an
+	// UNKNOWN record of its key (its server died mid-handler, its handler
+	// failed), the tool's reconciler looks the key up in the server's own
+	// data, within ReconcileBudget, and its finding settles the record
+	// (ledger.Resolve): found, the call gets that result as a replay;
+	// failed, the failure; not run, the handler runs now under the same
+	// key; anything else, -31003 as before, with the attempt in the
+	// record's history. Run's sweep also tries them on the UNKNOWN records
+	// due.
+	Reconcilers map[string]Reconciler
+	// ReconcileBudget bounds one reconciler call
+	// (guard.DefaultReconcileBudget when zero).
+	ReconcileBudget time.Duration
 }
+
+// Reconciler looks an UNKNOWN operation up in the server's own data and
+// says what it found (guard.Reconciler).
+type Reconciler = guard.Reconciler
+
+// ReconcileRequest is what a Reconciler is asked about.
+type ReconcileRequest = guard.ReconcileRequest
 
 // ToolPolicy is the per-tool configuration of a Guard: the settings every
 // side shares (ledger.ToolSettings). Of them the Guard reads Retention,
@@ -119,47 +139,33 @@ func (o *Options) withDefaults() Options {
 	if c.Guard == nil {
 		c.Guard = GuardedByDefault
 	}
-	if c.Layer == "" {
-		c.Layer = ledger.LayerServer
-	}
-	if c.InProgressWait <= 0 {
-		c.InProgressWait = DefaultInProgressWait
-	}
-	if c.RetryAfter <= 0 {
-		c.RetryAfter = DefaultRetryAfter
-	}
-	if c.Lease <= 0 {
-		c.Lease = ledger.DefaultLease
+	if c.Owner == "" {
+		c.Owner = guard.NewOwner("server")
 	}
 	if c.Retention <= 0 {
 		c.Retention = ledger.DefaultRetention
 	}
-	if c.SweepEvery <= 0 {
-		c.SweepEvery = max(c.Lease/4, 100*time.Millisecond)
-	}
-	if c.SweepLimit <= 0 {
-		c.SweepLimit = ledger.DefaultSweepLimit
-	}
-	if c.MaxResult <= 0 {
-		c.MaxResult = ledger.DefaultMaxResult
-	}
-	if c.Owner == "" {
-		c.Owner = defaultOwner()
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 	return c
 }
 
-func defaultOwner() string {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		// crypto/rand does not fail on supported platforms.
-		panic("server: reading random bytes: " + err.Error())
+// core is o in package guard's terms; guard fills the other zero fields.
+func (o Options) core() *guard.Options {
+	return &guard.Options{
+		Layer:           o.Layer,
+		Tools:           o.Tools,
+		InProgressWait:  o.InProgressWait,
+		RetryAfter:      o.RetryAfter,
+		Lease:           o.Lease,
+		Retention:       o.Retention,
+		SweepEvery:      o.SweepEvery,
+		SweepLimit:      o.SweepLimit,
+		MaxResult:       o.MaxResult,
+		Owner:           o.Owner,
+		Now:             o.Now,
+		Logger:          o.Logger,
+		MeterProvider:   o.MeterProvider,
+		TracerProvider:  o.TracerProvider,
+		Reconcilers:     o.Reconcilers,
+		ReconcileBudget: o.ReconcileBudget,
 	}
-	return ledger.NewOwner("server-" + hex.EncodeToString(b[:]))
 }

@@ -3,18 +3,18 @@ package server
 import (
 	"context"
 
-	"github.com/mcpledger/mcpledger/caller"
+	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
 // Reconcile settles an UNKNOWN operation once someone has found out what
 // happened (checked the payments table, asked the downstream by its
 // end-to-end key): r.Result (a *mcp.CallToolResult) is what every later
-// duplicate gets back; see caller.Reconcile, which the client, the CLI and
+// duplicate gets back; see guard.Reconcile, which the client, the CLI and
 // the console use too.
 func Reconcile(ctx context.Context, store ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
-	return caller.Reconcile(ctx, store, id, r)
+	return guard.Reconcile(ctx, store, id, r)
 }
 
 // Reconciliation is what someone found out about an UNKNOWN call.
-type Reconciliation = caller.Reconciliation
+type Reconciliation = guard.Reconciliation

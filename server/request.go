@@ -3,99 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/mcpledger/mcpledger/caller"
-	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/telemetry"
-	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// call is a guarded tools/call after its key, tenant and arguments passed
-// every check: what the ledger needs to claim it.
-type call struct {
-	id          ledger.ID
-	session     string
-	fingerprint string
-	arguments   json.RawMessage // redacted
-	traceID     string
-	spanID      string
-	policy      ToolPolicy
-	// fence is the client's fencing token for the key (Token 0: none sent).
-	fence wire.Fence
-}
-
-// The request reading every SDK adapter shares, from package caller.
-var (
-	decodeArgs  = caller.DecodeArgs
-	callKey     = caller.KeyOf
-	traceParent = caller.TraceParent
-	errNoKey    = caller.ErrKeyRequired
-)
-
-const keyHelp = caller.KeyHelp
-
-// prepare checks a guarded call and builds its ledger identity. A non-nil
-// error is returned to the client as is; nothing is stored.
-func (g *Guard) prepare(ctx context.Context, req *mcp.CallToolRequest, tool *mcp.Tool, pol ToolPolicy) (*call, error) {
-	p := req.Params
-	args, err := decodeArgs(p.Arguments)
-	if err != nil {
-		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-	}
-	key, err := callKey(p.Meta, args)
-	if err != nil {
-		reason := reasonKeyInvalid
-		if errors.Is(err, errNoKey) {
-			reason = reasonKeyRequired
-		}
-		return nil, wireError(codeKeyRequired, reason, "", "",
-			fmt.Sprintf("tool %q: %v; %s", p.Name, err, keyHelp), 0)
-	}
-	fence, err := caller.FenceOf(p.Meta)
-	if err != nil {
-		return nil, wireError(wire.CodeKeyRequired, wire.ReasonKeyInvalid, key, "", fmt.Sprintf("tool %q: %v", p.Name, err), 0)
-	}
-	if err := g.validate(tool, args); err != nil {
-		return nil, invalidParams(fmt.Sprintf("tool %q: invalid arguments: %v", p.Name, err))
-	}
-	tenant := DefaultTenant
-	if g.opts.Tenant != nil {
-		if tenant, err = g.opts.Tenant(ctx, req); err != nil {
-			return nil, err
-		}
-		if err := ledger.ValidateTenant(tenant); err != nil {
-			return nil, fmt.Errorf("server: tenant of tool %q: %w", p.Name, err)
-		}
-	}
-	fp, err := ledger.Fingerprint(p.Arguments, pol.Exclude...)
-	if err != nil {
-		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-	}
-	red, err := pol.Redact.Redact(p.Arguments)
-	if err != nil {
-		return nil, invalidParams(fmt.Sprintf("tool %q: %v", p.Name, err))
-	}
-	c := &call{
-		id:          ledger.ID{Tenant: tenant, Layer: g.opts.Layer, Tool: p.Name, Key: key},
-		fingerprint: fp,
-		arguments:   red,
-		policy:      pol,
-		fence:       fence,
-	}
-	if req.Session != nil {
-		c.session = req.Session.ID()
-	}
-	// The server span's ids when one is recording; else the caller's,
-	// from the traceparent in _meta.
-	if c.traceID, c.spanID = telemetry.IDs(ctx); c.traceID == "" {
-		c.traceID, c.spanID = traceParent(p.Meta)
-	}
-	return c, nil
-}
 
 // lookup finds a tool by name through the rest of the handler chain. go-sdk
 // has no getter for registered tools, so the guard asks the server's own

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcpledger/mcpledger/caller"
+	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -18,41 +18,17 @@ const (
 	CapabilityName = wire.Capability
 )
 
-// Server error codes and reasons, from package wire.
-const (
-	codeKeyReused      = wire.CodeKeyReused
-	codeInProgress     = wire.CodeInProgress
-	codeOutcomeUnknown = wire.CodeOutcomeUnknown
-	codeKeyRequired    = wire.CodeKeyRequired
-
-	reasonKeyReused      = wire.ReasonKeyReused
-	reasonInProgress     = wire.ReasonInProgress
-	reasonOutcomeUnknown = wire.ReasonOutcomeUnknown
-	reasonKeyRequired    = wire.ReasonKeyRequired
-	reasonKeyInvalid     = wire.ReasonKeyInvalid
-)
-
 // Error builds the JSON-RPC error a server returns for one of the
 // mcpledger codes (package wire: -31001..-31004), with data.reason and,
 // when positive, data.retryAfterMs rounded up to whole milliseconds. A tool
 // handler or middleware returns it as its error and go-sdk sends code,
 // message and data unchanged.
 func Error(code int64, reason, message string, retryAfter time.Duration) *jsonrpc.Error {
-	return wireError(code, reason, "", "", message, retryAfter)
-}
-
-// wireError builds one of the -3100x errors (caller.Refuse) as go-sdk's
-// error value.
-func wireError(code int64, reason, key, state, msg string, retryAfter time.Duration) *jsonrpc.Error {
-	return refusal(caller.Refuse(code, reason, key, state, msg, retryAfter))
-}
-
-func invalidParams(msg string) *jsonrpc.Error {
-	return refusal(caller.InvalidParams(msg))
+	return refusal(guard.Refuse(code, reason, "", "", message, retryAfter))
 }
 
 // refusal is r as go-sdk's error value.
-func refusal(r *caller.Refusal) *jsonrpc.Error {
+func refusal(r *guard.Refusal) *jsonrpc.Error {
 	e := &jsonrpc.Error{Code: r.Code, Message: r.Message}
 	if r.Data != nil {
 		data, err := json.Marshal(r.Data)
@@ -65,10 +41,10 @@ func refusal(r *caller.Refusal) *jsonrpc.Error {
 	return e
 }
 
-// rpcError is err as go-sdk's error value when it is an caller.Refusal, else
+// rpcError is err as go-sdk's error value when it is a guard.Refusal, else
 // err.
 func rpcError(err error) error {
-	var r *caller.Refusal
+	var r *guard.Refusal
 	if errors.As(err, &r) {
 		return refusal(r)
 	}

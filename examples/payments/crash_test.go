@@ -19,16 +19,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// A payments server killed mid-handler leaves its record PROCESSING; the
+// restarted server turns it UNKNOWN and its reconciler (findPayment) looks
+// the key up in the payments table, so the next call with the key gets
+// its answer without a person: the first payment, when the kill came
+// after the commit; a payment made now, when nothing had committed. The
+// key pays once either way.
 func TestKilledDuringHandler(t *testing.T) {
 	tests := []struct {
-		name      string
-		point     string
-		want      ledger.State
-		wantPaid  int
-		wantInRes string
+		name       string
+		point      string
+		wantReplay bool
 	}{
-		{"before the commit", payments.FaultHandler, ledger.StateFailed, 0, "no payment was made"},
-		{"after the commit", payments.FaultHandlerCommitted, ledger.StateSucceeded, 1, "pay_"},
+		{"before the commit", payments.FaultHandler, false},
+		{"after the commit", payments.FaultHandlerCommitted, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,40 +67,95 @@ func TestKilledDuringHandler(t *testing.T) {
 			if err != nil || rec.State != ledger.StateProcessing {
 				t.Fatalf("record after SIGKILL = %v, %v; want PROCESSING", rec, err)
 			}
+			_, paidBefore := countCmd(t, dir, key)
 
 			cs2, _, _ := startStdio(t, nil, args...)
-			_, err = cs2.CallTool(ctx, payParams(key))
-			var je *jsonrpc.Error
-			if !errors.As(err, &je) || je.Code != -31003 {
-				t.Fatalf("duplicate after restart = %v; want -31003 outcome_unknown", err)
-			}
-
-			out, err := command(nil, append(args, "-reconcile", key)...).CombinedOutput()
-			if err != nil || !strings.HasPrefix(string(out), string(tc.want)) {
-				t.Fatalf("payments -reconcile = %q, %v; want %s", out, err, tc.want)
-			}
-
 			res, err := cs2.CallTool(ctx, payParams(key))
 			if err != nil {
-				t.Fatalf("duplicate after reconcile: %v", err)
+				t.Fatalf("the call with the key after a restart = %v; want the payment", err)
 			}
-			marker, _ := json.Marshal(res.Meta[server.MetaReplay])
-			if !strings.Contains(string(marker), `"state":"`+string(tc.want)+`"`) {
-				t.Errorf("replay marker = %s; want state %s", marker, tc.want)
+			got := paymentOf(t, res)
+			_, replayed := res.Meta[server.MetaReplay]
+			if replayed != tc.wantReplay || res.IsError {
+				t.Errorf("answer = %+v (replayed %v); want a payment, replayed %v", res, replayed, tc.wantReplay)
 			}
-			text := res.Content[0].(*mcp.TextContent).Text
-			if !strings.Contains(text, tc.wantInRes) || res.IsError != (tc.want == ledger.StateFailed) {
-				t.Errorf("reconciled result = %q (isError %v); want it to mention %q", text, res.IsError, tc.wantInRes)
+			if tc.wantReplay {
+				marker, _ := json.Marshal(res.Meta[server.MetaReplay])
+				if !strings.Contains(string(marker), `"state":"SUCCEEDED"`) || !strings.Contains(string(marker), `"method":"reconciler"`) {
+					t.Errorf("replay marker = %s; want SUCCEEDED, reconciled by the reconciler", marker)
+				}
+				if paidBefore != 1 || !strings.Contains(listCmd(t, dir), got) {
+					t.Errorf("the answer's payment %s is not the one the killed server made (%d payments then)", got, paidBefore)
+				}
 			}
-			if tc.wantPaid == 1 {
-				// The committed payment's event still reaches the downstream once.
-				waitCounts(t, dir, key, func(c payments.Counts) bool { return c.Applied == 1 })
+			// The payment's event reaches the downstream once.
+			waitCounts(t, dir, key, func(c payments.Counts) bool { return c.Applied == 1 })
+			if _, paid := countCmd(t, dir, key); paid != 1 {
+				t.Errorf("payments made with %s = %d; want 1", key, paid)
 			}
-			if _, paid := countCmd(t, dir, key); paid != tc.wantPaid {
-				t.Errorf("payments made with %s = %d; want %d", key, paid, tc.wantPaid)
+			again, err := cs2.CallTool(ctx, payParams(key))
+			if err != nil || paymentOf(t, again) != got {
+				t.Errorf("the next call = %v; want a replay of payment %s", err, got)
 			}
 		})
 	}
+}
+
+// "payments -reconcile KEY" runs, by hand, the reconciler the server runs
+// by itself: a payment whose handler failed after its commit is found in
+// the payments table, and every later call with the key gets it back.
+func TestReconcileByHand(t *testing.T) {
+	dir := t.TempDir()
+	const key = "by-hand-1"
+	args := []string{"-db", filepath.Join(dir, "p.db")}
+	ctx := context.Background()
+	cs, _, _ := startStdio(t, []string{payments.FaultEnv + "=" + payments.FaultHandlerCommitted + "=error"}, args...)
+	_, err := cs.CallTool(ctx, payParams(key))
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != -31003 {
+		t.Fatalf("call whose handler failed after the commit = %v; want -31003 outcome_unknown", err)
+	}
+	cs.Close()
+
+	out, err := command(nil, append(args, "-reconcile", key)...).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), string(ledger.StateSucceeded)) || !strings.Contains(string(out), "pay_") {
+		t.Fatalf("payments -reconcile = %q, %v; want SUCCEEDED with the payment", out, err)
+	}
+	cs2, _, _ := startStdio(t, nil, args...)
+	res, err := cs2.CallTool(ctx, payParams(key))
+	if err != nil {
+		t.Fatalf("call after reconcile: %v", err)
+	}
+	if got := paymentOf(t, res); !strings.Contains(listCmd(t, dir), got) {
+		t.Errorf("reconciled answer names payment %s, which the table does not hold", got)
+	}
+	if _, paid := countCmd(t, dir, key); paid != 1 {
+		t.Errorf("payments made with %s = %d; want 1", key, paid)
+	}
+}
+
+// paymentOf is the payment id of a create_payment result.
+func paymentOf(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p payments.Payment
+	if err := json.Unmarshal(b, &p); err != nil || p.PaymentID == "" {
+		t.Fatalf("result %+v names no payment (%v)", res, err)
+	}
+	return p.PaymentID
+}
+
+// listCmd is what "payments -list" prints.
+func listCmd(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := command(nil, "-db", filepath.Join(dir, "p.db"), "-list").Output()
+	if err != nil {
+		t.Fatalf("payments -list: %v", err)
+	}
+	return string(out)
 }
 
 func TestDispatcherKilledMidDelivery(t *testing.T) {

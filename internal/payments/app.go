@@ -147,6 +147,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Retention:      cfg.Retention,
 		InProgressWait: cfg.InProgressWait,
 		Logger:         cfg.Logger,
+		// An UNKNOWN payment is looked up in the payments table, when the
+		// next call with its key meets it and in the sweep.
+		Reconcilers: map[string]server.Reconciler{ToolCreate: a.findPayment},
 	})
 	a.disp = &outbox.Dispatcher{
 		DB:         a.db,

@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,28 +12,46 @@ import (
 	"github.com/mcpledger/mcpledger/server"
 )
 
-// Reconcile settles an UNKNOWN create_payment of key the way a person
-// would: look for the payment the key would have made. Found: SUCCEEDED,
-// with the result a fresh call returned. Not found (the transaction never
-// committed): FAILED, saying nothing was charged. An empty tenant is
-// server.DefaultTenant.
+// findPayment is create_payment's reconciler (server.Options.Reconcilers):
+// it looks for the payment the key would have made, in the payments table
+// by its unique idempotency key. Found: the payment, as the result a fresh
+// call returned. Not found: the transaction never committed, and the key
+// runs again; even a handler still alive past its lease could not pay
+// twice, since the key is the payments table's own unique key (an
+// end-to-end key: a second insert of it answers with the first payment).
+func (a *App) findPayment(ctx context.Context, req server.ReconcileRequest) (ledger.Finding, error) {
+	key := req.Key
+	if len(a.cfg.Tokens) > 0 {
+		key = PaymentKey(req.Tenant, key)
+	}
+	p, err := paymentByKey(ctx, a.rdb, key)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ledger.Finding{Verdict: ledger.VerdictNotRun, By: "payments",
+			Evidence: "no payment was made with this key: its transaction never committed, nothing was charged"}, nil
+	case err != nil:
+		return ledger.Finding{}, err
+	}
+	res := paymentResult(p)
+	res.StructuredContent = p
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return ledger.Finding{}, fmt.Errorf("payments: encode the found payment: %w", err)
+	}
+	return ledger.Finding{Verdict: ledger.VerdictFound, Result: raw, By: "payments",
+		Evidence: fmt.Sprintf("payment %s exists for this key", p.PaymentID)}, nil
+}
+
+// Reconcile settles an UNKNOWN create_payment of key now, with the
+// reconciler the guard runs by itself (findPayment): found, SUCCEEDED
+// with the payment; not found, RETRYABLE, and the next call with the key
+// pays. An empty tenant is server.DefaultTenant.
 func (a *App) Reconcile(ctx context.Context, tenant, key string) (*ledger.Record, error) {
 	if tenant == "" {
 		tenant = server.DefaultTenant
 	}
 	id := ledger.ID{Tenant: tenant, Layer: ledger.LayerServer, Tool: ToolCreate, Key: key}
-	p, err := paymentByKey(ctx, a.rdb, key)
-	switch {
-	case err == nil:
-		res := paymentResult(p)
-		res.StructuredContent = p
-		return server.Reconcile(ctx, a.ledger, id, server.Reconciliation{As: ledger.StateSucceeded, Result: res,
-			By: "payments", Note: fmt.Sprintf("payment %s exists for this key", p.PaymentID)})
-	case errors.Is(err, sql.ErrNoRows):
-		return server.Reconcile(ctx, a.ledger, id, server.Reconciliation{As: ledger.StateFailed, By: "payments",
-			Note: "no payment was made with this key and nothing was charged; send the payment again with a new key"})
-	}
-	return nil, err
+	return a.guard.Core().ReconcileRecord(ctx, id)
 }
 
 // Payments counts the payments made with key (0 or 1: the key is unique).

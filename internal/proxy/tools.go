@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/planner"
@@ -169,7 +168,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 // idempotency_key argument when the upstream's tool declares one (declares).
 // A key is a key wherever the host puts it: the proxy's record and the
 // upstream call carry it, never a key of the proxy's own. Both present and
-// different: -32602 naming both (caller.KeyOf reads the two places, as a
+// different: -32602 naming both (wire.KeyOf reads the two places, as a
 // key-aware server does). A key that is not a string (a number, null, an
 // object) is a malformed request: -32602 naming the field, never dropped
 // for a derived key, which would run the call under an identity the host
@@ -186,7 +185,7 @@ func hostKey(p *mcp.CallToolParamsRaw, declares bool) (key string, keyed bool, e
 		meta[client.MetaKey], where = v, fmt.Sprintf("_meta[%q]", client.MetaKey)
 	}
 	if declares {
-		v, ok, err := caller.KeyArg(p.Arguments)
+		v, ok, err := wire.KeyArg(p.Arguments)
 		if err != nil {
 			return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: %s: %v", p.Name, err)}
 		}
@@ -203,9 +202,9 @@ func hostKey(p *mcp.CallToolParamsRaw, declares bool) (key string, keyed bool, e
 	if where == "" {
 		return "", false, nil
 	}
-	key, err = caller.KeyOf(meta, args)
+	key, err = wire.KeyOf(meta, args)
 	switch {
-	case errors.Is(err, caller.ErrKeysDiffer):
+	case errors.Is(err, wire.ErrKeysDiffer):
 		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger proxy: %s: %v", p.Name, err)}
 	case err != nil:
 		sent, _ := meta[client.MetaKey].(string)

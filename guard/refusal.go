@@ -1,4 +1,4 @@
-package caller
+package guard
 
 import (
 	"context"
@@ -39,10 +39,10 @@ func InvalidParams(msg string) *Refusal {
 // KeyRefusal answers a request whose key KeyOf or FenceOf refused.
 func KeyRefusal(tool, key string, err error) *Refusal {
 	reason := wire.ReasonKeyInvalid
-	if errors.Is(err, ErrKeyRequired) {
+	if errors.Is(err, wire.ErrKeyRequired) {
 		reason = wire.ReasonKeyRequired
 	}
-	return Refuse(wire.CodeKeyRequired, reason, key, "", fmt.Sprintf("tool %q: %v; %s", tool, err, KeyHelp), 0)
+	return Refuse(wire.CodeKeyRequired, reason, key, "", fmt.Sprintf("tool %q: %v; %s", tool, err, wire.KeyHelp), 0)
 }
 
 // StaleFence answers a request whose fence is lower than one already seen
@@ -75,7 +75,7 @@ func Repeat(ctx context.Context, id ledger.ID, rec *ledger.Record, err error, re
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
-		return fmt.Errorf("server: %q: %w", tool, err)
+		return fmt.Errorf("guard: %q: %w", tool, err)
 	}
 	switch ledger.Act(rec) {
 	case ledger.ActReplay, ledger.ActDenied:

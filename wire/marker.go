@@ -1,4 +1,4 @@
-package caller
+package wire
 
 import (
 	"bytes"
@@ -6,14 +6,13 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
-// Marker is the replay marker of rec, the value of _meta[wire.MetaReplay]
+// Marker is the replay marker of rec, the value of _meta[MetaReplay]
 // on a replayed result.
-func Marker(rec *ledger.Record) wire.Replay {
-	m := wire.Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
-		Reconciled: wire.ReconciledOf(rec)}
+func Marker(rec *ledger.Record) Replay {
+	m := Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+		Reconciled: ReconciledOf(rec)}
 	setState(&m.State, rec.State)
 	return m
 }
@@ -43,42 +42,29 @@ func Missing(rec *ledger.Record) (string, bool) {
 func Mark(rec *ledger.Record) (json.RawMessage, error) {
 	raw := bytes.TrimSpace(rec.Result)
 	if len(raw) < 2 || raw[0] != '{' {
-		return nil, fmt.Errorf("op: stored result of %s key %s is not a JSON object", rec.Tool, ledger.ShortHash(rec.Key))
+		return nil, fmt.Errorf("wire: stored result of %s key %s is not a JSON object", rec.Tool, ledger.ShortHash(rec.Key))
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("op: stored result of %s key %s: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
+		return nil, fmt.Errorf("wire: stored result of %s key %s: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
 	}
 	meta := map[string]json.RawMessage{}
 	if m, ok := obj["_meta"]; ok && !bytes.Equal(bytes.TrimSpace(m), []byte("null")) {
 		if err := json.Unmarshal(m, &meta); err != nil {
-			return nil, fmt.Errorf("op: stored _meta of %s key %s: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
+			return nil, fmt.Errorf("wire: stored _meta of %s key %s: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
 		}
 	}
 	marker, err := json.Marshal(Marker(rec))
 	if err != nil {
-		return nil, fmt.Errorf("op: replay marker: %w", err)
+		return nil, fmt.Errorf("wire: replay marker: %w", err)
 	}
-	meta[wire.MetaReplay] = marker
+	meta[MetaReplay] = marker
 	if obj["_meta"], err = json.Marshal(meta); err != nil {
-		return nil, fmt.Errorf("op: replay marker: %w", err)
+		return nil, fmt.Errorf("wire: replay marker: %w", err)
 	}
 	out, err := json.Marshal(obj)
 	if err != nil {
-		return nil, fmt.Errorf("op: replay marker: %w", err)
+		return nil, fmt.Errorf("wire: replay marker: %w", err)
 	}
 	return out, nil
-}
-
-// Stored is a result as the ledger keeps it: raw itself, or past limit
-// bytes what compact (ledger.Compact when nil) keeps of it, and whether it
-// was compacted.
-func Stored(raw json.RawMessage, limit int, compact ledger.Compactor) (json.RawMessage, bool, error) {
-	if len(raw) <= limit {
-		return raw, false, nil
-	}
-	if compact == nil {
-		compact = ledger.Compact
-	}
-	return compact(raw, limit)
 }

@@ -1,4 +1,4 @@
-package caller
+package wire
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 // ErrKeyRequired: a guarded tool was called without an idempotency key.
@@ -22,7 +21,7 @@ var ErrKeysDiffer = errors.New("two different keys")
 
 // KeyHelp is appended to every key_required and key_invalid message so a
 // client author knows how to fix the call.
-const KeyHelp = "send one in params._meta[\"" + wire.MetaKey + "\"] or as the \"" + wire.ArgKey +
+const KeyHelp = "send one in params._meta[\"" + MetaKey + "\"] or as the \"" + ArgKey +
 	"\" argument: 1-255 bytes of [A-Za-z0-9._:~-], the same key on every retry of the same request"
 
 // KeyOf finds the key of a request in its _meta or its idempotency_key
@@ -30,8 +29,8 @@ const KeyHelp = "send one in params._meta[\"" + wire.MetaKey + "\"] or as the \"
 // ErrKeyRequired when there is none, ledger.ErrInvalidKey when it breaks the key
 // rules.
 func KeyOf(meta, args map[string]any) (string, error) {
-	mv, inMeta := meta[wire.MetaKey]
-	av, inArgs := args[wire.ArgKey]
+	mv, inMeta := meta[MetaKey]
+	av, inArgs := args[ArgKey]
 	if !inMeta && !inArgs {
 		return "", ErrKeyRequired
 	}
@@ -46,7 +45,7 @@ func KeyOf(meta, args map[string]any) (string, error) {
 	if inArgs {
 		s, ok := av.(string)
 		if !ok {
-			return "", fmt.Errorf("%w: %s argument is a JSON %s, not a string", ledger.ErrInvalidKey, wire.ArgKey, JSONKind(av))
+			return "", fmt.Errorf("%w: %s argument is a JSON %s, not a string", ledger.ErrInvalidKey, ArgKey, JSONKind(av))
 		}
 		ak = s
 	}
@@ -56,7 +55,7 @@ func KeyOf(meta, args map[string]any) (string, error) {
 		key = ak
 	case inArgs && mk != ak:
 		return "", fmt.Errorf("%w: _meta[%q] is %.60q and the %s argument %.60q (%w); send one key, or the same key in both",
-			ledger.ErrInvalidKey, wire.MetaKey, mk, wire.ArgKey, ak, ErrKeysDiffer)
+			ledger.ErrInvalidKey, MetaKey, mk, ArgKey, ak, ErrKeysDiffer)
 	}
 	if err := ledger.ValidateKey(key); err != nil {
 		return "", err
@@ -66,14 +65,14 @@ func KeyOf(meta, args map[string]any) (string, error) {
 
 // FenceOf reads the fencing token and its scope from _meta: an absent
 // token is 0, else a positive integer.
-func FenceOf(meta map[string]any) (wire.Fence, error) {
-	v, ok := meta[wire.MetaFence]
+func FenceOf(meta map[string]any) (Fence, error) {
+	v, ok := meta[MetaFence]
 	if !ok || v == nil {
-		return wire.Fence{}, nil
+		return Fence{}, nil
 	}
-	scope, _ := meta[wire.MetaFenceScope].(string)
+	scope, _ := meta[MetaFenceScope].(string)
 	token, err := fenceToken(v)
-	return wire.Fence{Token: token, Scope: scope}, err
+	return Fence{Token: token, Scope: scope}, err
 }
 
 func fenceToken(v any) (int64, error) {
@@ -88,13 +87,13 @@ func fenceToken(v any) (int64, error) {
 	case json.Number:
 		var err error
 		if f, err = n.Float64(); err != nil {
-			return 0, fmt.Errorf("_meta[%q] is not a number", wire.MetaFence)
+			return 0, fmt.Errorf("_meta[%q] is not a number", MetaFence)
 		}
 	default:
-		return 0, fmt.Errorf("_meta[%q] is a JSON %s, not an integer", wire.MetaFence, JSONKind(v))
+		return 0, fmt.Errorf("_meta[%q] is a JSON %s, not an integer", MetaFence, JSONKind(v))
 	}
 	if f < 1 || f != float64(int64(f)) {
-		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", wire.MetaFence, f)
+		return 0, fmt.Errorf("_meta[%q] = %v is not a positive integer", MetaFence, f)
 	}
 	return int64(f), nil
 }
@@ -130,13 +129,13 @@ func CarriesKeyArg(args json.RawMessage) bool {
 // (ledger.ErrInvalidArguments) rather than read one way here and another
 // by the tool.
 func KeyArg(args json.RawMessage) (any, bool, error) {
-	if !bytes.Contains(args, []byte(`"`+wire.ArgKey+`"`)) && bytes.IndexByte(args, '\\') < 0 {
+	if !bytes.Contains(args, []byte(`"`+ArgKey+`"`)) && bytes.IndexByte(args, '\\') < 0 {
 		return nil, false, nil
 	}
 	m, err := ledger.DecodeArguments(args)
 	if err != nil {
 		return nil, false, err
 	}
-	v, ok := m[wire.ArgKey]
+	v, ok := m[ArgKey]
 	return v, ok, nil
 }

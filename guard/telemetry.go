@@ -1,0 +1,83 @@
+package guard
+
+import (
+	"errors"
+
+	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
+	"github.com/mcpledger/mcpledger/wire"
+)
+
+func newTelemetry(store ledger.Store, o Options) *telemetry.Telemetry {
+	to := &telemetry.Options{
+		MeterProvider:  o.MeterProvider,
+		TracerProvider: o.TracerProvider,
+		Logger:         o.Logger,
+		Now:            o.Now,
+	}
+	if el, ok := store.(ledger.EventLog); ok {
+		to.Events = el
+	}
+	if uc, ok := store.(telemetry.UnknownCounter); ok {
+		to.Unknown = uc
+	}
+	return telemetry.New(ledger.SideServer, to)
+}
+
+// outcome is how a guarded call ended, for telemetry.
+type outcome struct {
+	of        ledger.Outcome
+	duplicate bool
+	state     ledger.State
+}
+
+func (o outcome) result() telemetry.Result {
+	return telemetry.Result{Outcome: o.of, Duplicate: o.duplicate, State: o.state}
+}
+
+// executed is the outcome of a call whose handler ran and ended as rep
+// says: the row of the state it leaves the record in.
+func executed(rep ledger.Report) outcome {
+	to, err := ledger.Next(ledger.StateProcessing, rep.On)
+	if err != nil {
+		return outcome{of: ledger.OutcomeError}
+	}
+	return outcome{of: ledger.RowOf(to).Outcome, state: to}
+}
+
+// repeated is the outcome of a call that did not run the tool and was
+// refused with err (Repeat): the row of the record's state it names, or
+// what the refusal says when it names none.
+func repeated(rec *ledger.Record, err error) outcome {
+	var r *Refusal
+	if !errors.As(err, &r) {
+		return outcome{of: ledger.OutcomeError}
+	}
+	switch r.Code {
+	case wire.CodeKeyReused:
+		return outcome{of: ledger.OutcomeKeyConflict}
+	case wire.CodeInProgress:
+		return outcome{of: ledger.OutcomeInProgress, duplicate: true, state: recState(rec)}
+	case wire.CodeOutcomeUnknown:
+		return outcome{of: ledger.OutcomeUnknown, duplicate: true, state: recState(rec)}
+	}
+	return outcome{of: ledger.OutcomeError}
+}
+
+func recState(rec *ledger.Record) ledger.State {
+	if rec == nil {
+		return ""
+	}
+	return rec.State
+}
+
+// refused is the outcome of a call refused before the ledger was asked.
+func refused(err error) outcome {
+	var r *Refusal
+	switch {
+	case errors.As(err, &r) && (r.Code == wire.CodeKeyRequired || r.Code == ledger.CodeInvalidParams),
+		errors.Is(err, ledger.ErrInvalidTenant):
+		return outcome{of: ledger.OutcomeInvalid}
+	}
+	return outcome{of: ledger.OutcomeError}
+}
