@@ -149,7 +149,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
 		return
 	}
-	v := &view{Title: "Records", Nav: "records", Tenant: f.Tenant, Filter: fv, Records: page.Records}
+	v := &view{Title: "Records", Nav: "records", Tenant: f.Tenant, Filter: fv, Records: shown(page.Records...)}
 	if page.Next != "" {
 		q := r.URL.Query()
 		q.Set("cursor", page.Next)
@@ -233,6 +233,7 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	shown(rec)
 	v := &view{Title: rec.Tool + " " + rec.Key, Nav: "records", Tenant: rec.Tenant, Record: rec, Meaning: ledger.Meaning(rec), Timeline: audit.Timeline(rec)}
 	v.Arguments = arguments(rec.Arguments)
 	v.Result = resultText(rec.Result)
@@ -258,7 +259,7 @@ func (c *Console) stateList(w http.ResponseWriter, r *http.Request, s ledger.Sta
 		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
 		return
 	}
-	c.render(w, r, page, http.StatusOK, &view{Title: title, Nav: page, Tenant: tenant, Records: p.Records})
+	c.render(w, r, page, http.StatusOK, &view{Title: title, Nav: page, Tenant: tenant, Records: shown(p.Records...)})
 }
 
 // decide serves the approve and deny forms.
@@ -379,18 +380,25 @@ func queuedInfo(r *ledger.Record) string {
 	return "requested by " + q.Requester + "; waits for a decision"
 }
 
-// arguments are a record's stored arguments as a person reads them:
-// redacted again (a store may hold what an older build let through), and
-// as readable JSON (see readable).
+// shown readies records the store returned for a page: redacted as
+// agentctl ledger show redacts them (ledger.RedactRecord), so a secret a
+// tool echoed in its result, or one an older build let through in the
+// arguments, never reaches the browser. Every page that shows a record's
+// payload or error gets it through here.
+func shown(recs ...*ledger.Record) []*ledger.Record {
+	for _, r := range recs {
+		ledger.RedactRecord(r)
+	}
+	return recs
+}
+
+// arguments are a record's arguments, redacted by shown, as readable JSON
+// (see readable).
 func arguments(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	red, err := ledger.Redact(raw)
-	if err != nil {
-		return ledger.Redacted
-	}
-	return readable(red)
+	return readable(raw)
 }
 
 // readable is JSON indented for a person, with the \uXXXX escapes of
@@ -439,8 +447,8 @@ func indent(raw json.RawMessage) string {
 	return b.String()
 }
 
-// resultText is the stored result as a person reads it: its text items,
-// else its JSON.
+// resultText is a record's result, redacted by shown, as a person reads
+// it: its text items, else its JSON.
 func resultText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -456,11 +464,7 @@ func resultText(raw json.RawMessage) string {
 		}
 	}
 	if len(parts) == 0 {
-		red, err := ledger.Redact(raw)
-		if err != nil {
-			return string(raw)
-		}
-		return readable(red)
+		return readable(raw)
 	}
 	return strings.Join(parts, "\n")
 }
