@@ -195,12 +195,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, layer, 
 	}
 	rec, err := c.opts.Store.Get(r.Context(), id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		if others := c.otherLayers(r.Context(), id); len(others) > 0 {
-			c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s, but the key has a record in %s; follow a link from the records page: it names the layer",
-				key, tool, inLayer(layer), tenant, strings.Join(others, " and "))
-			return nil, false
-		}
-		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s; it may have been purged", key, tool, inLayer(layer), tenant)
+		c.notFound(w, r, id)
 		return nil, false
 	}
 	if err != nil {
@@ -208,6 +203,19 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, layer, 
 		return nil, false
 	}
 	return rec, true
+}
+
+// notFound answers 404 for a record that is not in the tenant asked for
+// (another tenant's key is not there either, and a page never says whether
+// it exists elsewhere), naming the layers of the tenant where the key has
+// a record, if any.
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request, id ledger.ID) {
+	if others := c.otherLayers(r.Context(), id); len(others) > 0 {
+		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s, but the key has a record in %s; follow a link from the records page: it names the layer",
+			id.Key, id.Tool, inLayer(id.Layer), id.Tenant, strings.Join(others, " and "))
+		return
+	}
+	c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s; it may have been purged, or the key is mistyped: follow a link from the records page", id.Key, id.Tool, inLayer(id.Layer), id.Tenant)
 }
 
 // otherLayers names the offered layers, other than id's, in which id's
@@ -280,6 +288,9 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 			DistinctApprover: c.opts.Policy.DistinctApprover, Now: c.opts.Now,
 		})
 		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			c.notFound(w, r, id)
+			return
 		case errors.Is(err, client.ErrSameApprover):
 			c.fail(w, r, http.StatusForbidden, "%v; the policy requires another person to approve it", err)
 			return
@@ -287,7 +298,7 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 			c.fail(w, r, http.StatusConflict, "%v; it was decided, consumed or expired meanwhile: look at the record", err)
 			return
 		case err != nil:
-			c.fail(w, r, http.StatusBadGateway, "%v", err)
+			c.fail(w, r, http.StatusBadGateway, "cannot record the decision: %v; check that the ledger is reachable and submit again", err)
 			return
 		}
 		http.Redirect(w, r, back(r, "/approvals"), http.StatusSeeOther)
@@ -312,11 +323,14 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
 	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		c.notFound(w, r, id)
+		return
 	case errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost):
 		c.fail(w, r, http.StatusConflict, "%v; someone settled it meanwhile: look at the record", err)
 		return
 	case err != nil:
-		c.fail(w, r, http.StatusBadGateway, "%v", err)
+		c.fail(w, r, http.StatusBadGateway, "cannot record the reconciliation: %v; check that the ledger is reachable and submit again", err)
 		return
 	}
 	http.Redirect(w, r, back(r, "/unknown"), http.StatusSeeOther)
