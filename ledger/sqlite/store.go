@@ -89,6 +89,10 @@ type Options struct {
 	// Logger gets the warning, once per path and process, that the
 	// ledger file is readable by other users (slog.Default when nil).
 	Logger *slog.Logger
+
+	// immutable: a ReadOnly Open found the ledger file to be the whole
+	// ledger, in a folder that cannot hold a -shm file (immutableOpen).
+	immutable bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -179,6 +183,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	if o.ReadOnly {
 		err = checkReadable(abs)
+		if err == nil {
+			o.immutable, err = immutableOpen(abs)
+		}
 	} else {
 		err = prepareFile(abs)
 	}
