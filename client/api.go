@@ -24,6 +24,7 @@ var (
 	ErrAwaitingApproval  = caller.ErrAwaitingApproval
 	ErrNotQueued         = caller.ErrNotQueued
 	ErrSameApprover      = caller.ErrSameApprover
+	ErrOtherPolicy       = caller.ErrOtherPolicy
 )
 
 type (

@@ -285,7 +285,7 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 		}
 		_, err := client.Decide(r.Context(), c.opts.Store, id, client.Decision{
 			Approve: approve, ForSession: r.PostFormValue("session") == "1", By: approver(r).Name, Via: "console", Reason: reason,
-			DistinctApprover: c.opts.Policy.DistinctApprover, Now: c.opts.Now,
+			DistinctApprover: c.opts.Policy.DistinctApprover, PolicyVersion: c.opts.Policy.Version(), Now: c.opts.Now,
 		})
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
@@ -293,6 +293,9 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 			return
 		case errors.Is(err, client.ErrSameApprover):
 			c.fail(w, r, http.StatusForbidden, "%v; the policy requires another person to approve it", err)
+			return
+		case errors.Is(err, client.ErrOtherPolicy):
+			c.fail(w, r, http.StatusForbidden, "%v; only that policy says whether you may approve your own call: ask another person to approve it, or serve the console with that policy (agentctl ui --policy FILE)", err)
 			return
 		case errors.Is(err, client.ErrNotQueued), errors.Is(err, ledger.ErrLeaseLost), errors.Is(err, ledger.ErrStateChanged):
 			c.fail(w, r, http.StatusConflict, "%v; it was decided, consumed or expired meanwhile: look at the record", err)
