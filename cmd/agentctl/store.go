@@ -127,6 +127,8 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 		return nil, reasonf(reasonLedgerInvalid, "the ledger %s was written by an older agentctl and needs a migration, which this read-only command does not run; run any agentctl call on it once, then try again", path)
 	case errors.Is(err, sqlite.ErrBusy):
 		return nil, a.lockedError(err)
+	case errors.Is(err, sqlite.ErrDamaged):
+		return nil, damagedLedger(path, err)
 	case errors.Is(err, sqlite.ErrWALUnreadable):
 		return nil, reasonf(reasonLedgerUnreachable, "cannot read the ledger where it is: %s, with --ledger naming the copy", strings.TrimPrefix(err.Error(), "sqlite: "))
 	}
