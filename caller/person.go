@@ -31,10 +31,17 @@ type Decision struct {
 	// For is how long a session approval stands (the call's approval
 	// expiry when zero).
 	For time.Duration
-	// DistinctApprover refuses an approval by the requester (the
-	// requester's policy enforces it again when the call runs).
+	// DistinctApprover refuses an approval by the requester, as does the
+	// policy the call was queued under when it requires another approver
+	// (its record says so; the call enforces it again when it runs).
 	DistinctApprover bool
-	Now              func() time.Time // time.Now when nil
+	// PolicyVersion is the version of the policy DistinctApprover comes
+	// from. A call queued by an older build does not say what its policy
+	// requires: when PolicyVersion is set and is not the version the call
+	// was queued under, an approval by the requester is refused with
+	// ErrOtherPolicy rather than recorded for a call that may refuse it.
+	PolicyVersion string
+	Now           func() time.Time // time.Now when nil
 }
 
 // Decide records d on the queued call id. An approval stays on the record,
@@ -70,10 +77,12 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 			return rec, errors.New("client: a denial needs a reason")
 		}
 		ap.Decision, dec.On, dec.Reason = ledger.DecisionDenied, ledger.OnDeny, d.Reason
-	case d.DistinctApprover && d.By == q.Requester:
+	case d.By == q.Requester && (d.DistinctApprover || q.Distinct):
 		return rec, fmt.Errorf("%w (%s)", ErrSameApprover, q.Requester)
+	case d.By == q.Requester && !q.DistinctKnown && d.PolicyVersion != "" && d.PolicyVersion != q.PolicyVersion:
+		return rec, fmt.Errorf("%w: %s requested %s key %s, queued under policy version %s, and approves under version %s", ErrOtherPolicy, q.Requester, id.Tool, id.Key, q.PolicyVersion, d.PolicyVersion)
 	default:
-		ap.Decision, dec.On, dec.Owner, dec.Lease = ledger.DecisionApproved, ledger.OnApproveLater, queueOwner(true, q.PolicyVersion, q.Requester), left
+		ap.Decision, dec.On, dec.Owner, dec.Lease = ledger.DecisionApproved, ledger.OnApproveLater, queueOwner(approvedQ(q)), left
 		if d.ForSession {
 			ap.Decision, ap.Expires = ledger.DecisionApprovedSession, at.Add(cmpOr(d.For, left))
 		}
@@ -83,6 +92,12 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 		return rec, fmt.Errorf("client: record the decision on %s key %s: %w", id.Tool, id.Key, err)
 	}
 	return after, nil
+}
+
+// approvedQ is q once a person approved it.
+func approvedQ(q Queued) Queued {
+	q.Approved = true
+	return q
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

@@ -14,8 +14,8 @@ import (
 
 // Queued approvals. A call the policy queues is claimed PENDING_APPROVAL
 // under a lease that is the approval's expiry, owned by a name that is no
-// process (so no one's exit ends it, only the expiry): "queue;VERSION;WHO"
-// while it waits, "approved;VERSION;WHO" once a person approved it. The
+// process (so no one's exit ends it, only the expiry): "queue;VERSION!RULE;WHO"
+// while it waits, "approved;VERSION!RULE;WHO" once a person approved it. The
 // person's Approval on the record is bound to the key (the record), the
 // fingerprint, the policy version the call was queued under and the
 // expiry. The next call with the key (or the model's re-planned call) that
@@ -35,6 +35,10 @@ var (
 	// ErrSameApprover: the policy requires the approver to be someone other
 	// than the requester.
 	ErrSameApprover = errors.New("client: the requester may not approve their own call")
+	// ErrOtherPolicy: the requester approves their own call under a
+	// policy other than the one it was queued under, so whether that
+	// policy lets them cannot be told here (Decision.PolicyVersion).
+	ErrOtherPolicy = errors.New("client: the call was queued under another policy, which decides whether its requester may approve it")
 )
 
 // Queued is what a queued record's owner says about the call
@@ -44,9 +48,7 @@ type Queued = ledger.Queued
 // QueuedCall reports whether r is a queued call (ledger.QueuedCall).
 func QueuedCall(r *ledger.Record) (Queued, bool) { return ledger.QueuedCall(r) }
 
-func queueOwner(approved bool, version, requester string) string {
-	return ledger.QueueOwner(approved, version, requester)
-}
+func queueOwner(q Queued) string { return q.Owner() }
 
 func (c *Caller[P, R]) requester() string {
 	if c.opts.Requester != "" {
@@ -65,7 +67,8 @@ func (c *Caller[P, R]) canAsk(ctx context.Context) bool {
 func (c *Caller[P, R]) enqueue(ctx context.Context, op *operation[P], req ledger.ClaimRequest) (*Outcome[R], error) {
 	tool := c.confirmTool(op.name, op.tool)
 	req.NeedsApproval = true
-	req.Owner = queueOwner(false, c.opts.Policy.Version(), c.requester())
+	req.Owner = queueOwner(Queued{Requester: c.requester(), PolicyVersion: c.opts.Policy.Version(),
+		Distinct: c.opts.Policy.DistinctApprover, DistinctKnown: true})
 	req.Lease = c.opts.Policy.Expiry(tool)
 	return c.claim(ctx, op, req, func(rec *ledger.Record) (*Outcome[R], error) {
 		c.log.Info("call queued for approval", "tool", op.name, "key", ledger.ShortHash(rec.Key), "until", rec.LeaseUntil)

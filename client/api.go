@@ -25,6 +25,7 @@ var (
 	ErrAwaitingApproval  = caller.ErrAwaitingApproval
 	ErrNotQueued         = caller.ErrNotQueued
 	ErrSameApprover      = caller.ErrSameApprover
+	ErrOtherPolicy       = caller.ErrOtherPolicy
 )
 
 type (

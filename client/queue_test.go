@@ -262,11 +262,14 @@ func TestQueuedApprovalIsBound(t *testing.T) {
 		if _, err := client.Decide(ctx, f.approver, id, client.Decision{Approve: true, By: "alice", DistinctApprover: true}); !errors.Is(err, client.ErrSameApprover) {
 			t.Fatalf("Decide by the requester = %v; want ErrSameApprover", err)
 		}
-		// An approver whose own policy does not say so is stopped when the
-		// call runs: the requester's policy decides.
-		f.decide(t, ce.Key, client.Decision{Approve: true, By: "alice"})
-		if _, err := f.c.Call(ctx, write("a", 1)); !errors.Is(err, client.ErrAwaitingApproval) || !strings.Contains(err.Error(), "other than the requester") {
-			t.Fatalf("Call approved by its requester = %v; want ErrAwaitingApproval naming the rule", err)
+		// An approver whose own policy does not say so is refused too: the
+		// queued record carries its policy's rule, and an approval the
+		// call would refuse is never recorded.
+		if _, err := client.Decide(ctx, f.approver, id, client.Decision{Approve: true, By: "alice"}); !errors.Is(err, client.ErrSameApprover) {
+			t.Fatalf("Decide by the requester under another policy = %v; want ErrSameApprover", err)
+		}
+		if _, err := f.c.Call(ctx, write("a", 1)); !errors.Is(err, client.ErrAwaitingApproval) {
+			t.Fatalf("Call after the refused approval = %v; want ErrAwaitingApproval", err)
 		}
 		f.decide(t, ce.Key, client.Decision{Approve: true, By: "bob", DistinctApprover: true})
 		if _, err := f.c.Call(ctx, write("a", 1)); err != nil {

@@ -16,22 +16,47 @@ type Queued struct {
 	PolicyVersion string
 	// Approved: a person approved it and it waits for the call that runs it.
 	Approved bool
+	// Distinct: the policy the call was queued under requires an approver
+	// other than the requester. DistinctKnown is false for a call queued
+	// by an older build, whose owner does not say.
+	Distinct, DistinctKnown bool
 }
 
-// QueueOwner is the owner a queued call's record carries: a name that is
-// no process (so no one's exit ends the lease, only the approval's
-// expiry), "queue;VERSION;WHO" while it waits and "approved;VERSION;WHO"
-// once a person approved it. The caller and a person's decision both
-// write it; QueuedCall reads it.
-func QueueOwner(approved bool, version, requester string) string {
+// Owner is the owner a queued call's record carries: a name that is no
+// process (so no one's exit ends the lease, only the approval's expiry),
+// "queue;VERSION!RULE;WHO" while it waits and "approved;VERSION!RULE;WHO"
+// once a person approved it, where RULE says whether the policy requires
+// another approver ("distinct" or "any"; without DistinctKnown, as older
+// builds wrote it, "VERSION" alone). The caller and a person's decision
+// both write it; QueuedCall reads it.
+func (q Queued) Owner() string {
 	state := queueWaiting
-	if approved {
+	if q.Approved {
 		state = queueApproved
 	}
+	version := q.PolicyVersion
+	if q.DistinctKnown {
+		rule := ruleAny
+		if q.Distinct {
+			rule = ruleDistinct
+		}
+		version += "!" + rule
+	}
 	// No '#' or '@': the name must never parse as a process (ParseOwner).
-	requester = strings.NewReplacer("#", "_", "@", "_", ";", "_").Replace(requester)
+	requester := strings.NewReplacer("#", "_", "@", "_", ";", "_").Replace(q.Requester)
 	return state + ";" + version + ";" + requester
 }
+
+// QueueOwner is Queued{…}.Owner() of a call whose owner does not say
+// what its policy requires of the approver.
+func QueueOwner(approved bool, version, requester string) string {
+	return Queued{Requester: requester, PolicyVersion: version, Approved: approved}.Owner()
+}
+
+const (
+	ruleAny      = "any"
+	ruleDistinct = "distinct"
+)
 
 // QueuedCall reports whether r is a queued call (PENDING_APPROVAL under a
 // queue's lease rather than a prompt's), and what its owner says.
@@ -47,5 +72,9 @@ func QueuedCall(r *Record) (Queued, bool) {
 	if !ok {
 		return Queued{}, false
 	}
-	return Queued{Requester: requester, PolicyVersion: version, Approved: state == queueApproved}, true
+	q := Queued{Requester: requester, PolicyVersion: version, Approved: state == queueApproved}
+	if v, rule, ok := strings.Cut(version, "!"); ok && (rule == ruleAny || rule == ruleDistinct) {
+		q.PolicyVersion, q.Distinct, q.DistinctKnown = v, rule == ruleDistinct, true
+	}
+	return q, true
 }

@@ -27,3 +27,19 @@ func TestQueueOwnerReadsBack(t *testing.T) {
 		t.Error("a prompt's PENDING_APPROVAL under a process is taken for a queued call")
 	}
 }
+
+// A queued call's owner says whether its policy requires another approver;
+// one written by an older build (VERSION alone) says it does not know.
+func TestQueueOwnerKeepsTheApproverRule(t *testing.T) {
+	for _, distinct := range []bool{false, true} {
+		owner := ledger.Queued{Requester: "alice", PolicyVersion: "v1a2", Distinct: distinct, DistinctKnown: true}.Owner()
+		q, ok := ledger.QueuedCall(&ledger.Record{State: ledger.StatePendingApproval, Owner: owner})
+		if !ok || q.PolicyVersion != "v1a2" || q.Distinct != distinct || !q.DistinctKnown || q.Requester != "alice" {
+			t.Errorf("QueuedCall(%q) = %+v, %v; want version v1a2, distinct %v, known", owner, q, ok, distinct)
+		}
+	}
+	q, ok := ledger.QueuedCall(&ledger.Record{State: ledger.StatePendingApproval, Owner: "queue;v1a2;alice"})
+	if !ok || q.PolicyVersion != "v1a2" || q.DistinctKnown || q.Distinct {
+		t.Errorf("QueuedCall(older owner) = %+v, %v; want version v1a2, rule unknown", q, ok)
+	}
+}

@@ -61,6 +61,29 @@ func (r *Redactor) redactDecoded(trimmed []byte) (json.RawMessage, error) {
 	return out, nil
 }
 
+// RedactRecord redacts r in place for a person to read (agentctl ledger
+// show and list, the web console): its arguments and result as Redact does
+// (a result is the tool's answer, kept whole for replays, so it may echo an
+// API key), and its error message as RedactText does. A payload that is not
+// JSON (none is, from this module) is hidden whole. Call it on a copy the
+// caller owns: the stored record is never written back redacted.
+func RedactRecord(r *Record) {
+	r.Arguments = redactShown(r.Arguments)
+	r.Result = redactShown(r.Result)
+	r.ErrorMessage = RedactText(r.ErrorMessage)
+}
+
+func redactShown(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 {
+		return p
+	}
+	red, err := Redact(p)
+	if err != nil {
+		return json.RawMessage(`"` + Redacted + `"`)
+	}
+	return red
+}
+
 // RedactMap returns a redacted copy of a decoded argument map; args is left
 // as it was.
 func RedactMap(args map[string]any) map[string]any { return (*Redactor)(nil).RedactMap(args) }

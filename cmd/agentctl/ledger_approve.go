@@ -68,11 +68,14 @@ nothing runs.`
 			}
 			after, err := client.Decide(c.Context(), st, r.ID, client.Decision{
 				Approve: approve, ForSession: session, For: standFor,
-				By: a.who(), Via: "agentctl", Reason: reason, DistinctApprover: policy.DistinctApprover,
+				By: a.who(), Via: "agentctl", Reason: reason, DistinctApprover: policy.DistinctApprover, PolicyVersion: policy.Version(),
 			})
 			switch {
 			case errors.Is(err, client.ErrSameApprover):
 				return exitf(exitDenied, "%v; the policy requires another person to approve %s %s", err, r.Tool, r.Key)
+			case errors.Is(err, client.ErrOtherPolicy):
+				return exitf(exitUsage, "%s %s was not approved: you requested it, it was queued under another policy (version %s, this one is %s), and only that policy says whether you may approve it; run approve again with --policy naming the policy file the call runs under, or ask another person to approve it",
+					r.Tool, r.Key, queuedVersion(r), policy.Version())
 			case errors.Is(err, client.ErrNotQueued):
 				return exitf(exitUsage, "%v; only calls that wait for approval (agentctl ledger list --state pending_approval) are decided", err)
 			case errors.Is(err, ledger.ErrLeaseLost), errors.Is(err, ledger.ErrStateChanged):
@@ -106,6 +109,12 @@ nothing runs.`
 		}
 		return c
 	}
+}
+
+// queuedVersion is the policy version r was queued under.
+func queuedVersion(r *ledger.Record) string {
+	q, _ := client.QueuedCall(r)
+	return orDash(q.PolicyVersion)
 }
 
 // findPending finds the queued call a person decides on: the one record

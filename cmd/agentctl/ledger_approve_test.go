@@ -131,3 +131,35 @@ func contextWithTimeout(ctx context.Context, d time.Duration) context.Context {
 	context.AfterFunc(c, cancel)
 	return c
 }
+
+// A call queued under a policy that requires another approver, approved
+// by its requester under another policy file: the record says what the
+// call's policy requires, so approve refuses as that policy would, and
+// records nothing (before, it said "the next call with this key runs it",
+// and that call exited 6).
+func TestApproveUnderAnotherPolicyTellsTheTruth(t *testing.T) {
+	e := newE2E(t)
+	strict := e.queuePolicy(`"distinctApprover": true, `)
+	other := filepath.Join(e.dir, "other-policy.json")
+	if err := os.WriteFile(other, []byte(`{"rules": [{"tool": "create_payment", "action": "queue"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	call := append([]string{"call", "--server", e.server, "--key", "order-p"}, pay...)
+	e.runEnv(nil, []string{strict}, call...).wantExit(t, exitAwaiting)
+
+	got := e.runEnv(nil, []string{strict}, "ledger", "approve", "order-p", "--policy", other)
+	got.wantExit(t, exitDenied, "may not approve their own call", "requires another person to approve create_payment order-p")
+	if strings.Contains(got.stdout, "runs it") {
+		t.Errorf("approve printed %q; the next call would not run it", got.stdout)
+	}
+	r := readRecord(t, filepath.Join(e.dir, "ledger.db"), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-p"})
+	if r.State != ledger.StatePendingApproval || r.Approval != nil {
+		t.Fatalf("order-p after the refused approval = %s, approval %+v; want PENDING_APPROVAL, none", r.State, r.Approval)
+	}
+	// Under the call's own policy the refusal names the rule.
+	e.runEnv(nil, []string{strict}, "ledger", "approve", "order-p").wantExit(t, exitDenied, "may not approve their own call")
+	e.runEnv(nil, []string{strict}, call...).wantExit(t, exitAwaiting)
+	if n := e.paymentsFor("order-p"); n != 0 {
+		t.Fatalf("payments for order-p = %d; want 0", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/internal/audit"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerExportCmd, newLedgerKeygenCmd) }
@@ -90,6 +91,10 @@ intact.`,
 				return err
 			}
 			n, err := audit.Export(c.Context(), st, a.io.Out, audit.Options{Tenant: a.tenant, Layer: a.layer, Since: from, Sign: key})
+			if errors.Is(err, sqlite.ErrDamaged) {
+				// Running it again would meet the same damage.
+				return storeFault(err)
+			}
 			if err != nil {
 				return withCode(exitUnreachable, fmt.Errorf("%w; the output is incomplete (no end line): run the export again", err))
 			}

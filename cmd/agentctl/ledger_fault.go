@@ -29,10 +29,38 @@ func ledgerFault(path string, err error) error {
 	if errors.Is(err, sqlite.ErrUnwritable) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 		return reasonf(reasonLedgerUnreachable, "the ledger %s cannot be written (%v); nothing was sent; make it and its -wal and -shm files writable, then run the same command again", path, oneLine(err.Error()))
 	}
-	if errors.Is(err, sqlite.ErrNotDatabase) {
-		return reasonf(reasonLedgerInvalid, "the ledger %s is damaged (%v); nothing was sent; restore it from a backup, move it away so that a new ledger starts there, or pass --ledger with another file", path, oneLine(err.Error()))
+	if errors.Is(err, sqlite.ErrDamaged) {
+		return reasonf(reasonLedgerInvalid, "the ledger %s is damaged (%s); nothing was sent; restore it from a backup, move it away so that a new ledger starts there, or pass --ledger with another file", path, damage(err))
 	}
 	return nil
+}
+
+// damagedLedger is the error of a command that met a damaged SQLite
+// ledger (sqlite.ErrDamaged) at path: exit 2, as the README says.
+func damagedLedger(path string, err error) error {
+	return reasonf(reasonLedgerInvalid, "the ledger %s is damaged (%s): its records cannot be read or written as it is; restore it from a backup, or pass --ledger with another ledger", path, damage(err))
+}
+
+// damage is what SQLite said of a damaged ledger ("database disk image
+// is malformed"), else the whole error on one line.
+func damage(err error) string {
+	if de, ok := errors.AsType[*sqlite.DamagedError](err); ok {
+		return "SQLite: " + oneLine(de.Err.Error())
+	}
+	return oneLine(err.Error())
+}
+
+// storeFault turns an error a command met in the ledger's store, without
+// an exit code of its own, into the error a person can act on: a damaged
+// SQLite ledger (exit 2). Other errors are returned as they are.
+func storeFault(err error) error {
+	if _, ok := errors.AsType[*exitError](err); ok || err == nil {
+		return err
+	}
+	if de, ok := errors.AsType[*sqlite.DamagedError](err); ok {
+		return damagedLedger(de.Path, err)
+	}
+	return err
 }
 
 // writeProblems says what keeps path's ledger from being written, and the

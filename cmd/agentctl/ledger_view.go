@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -39,7 +38,7 @@ func (s inspected) Unwrap() ledger.Store { return s.Store }
 func (s inspected) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
 	r, err := s.Store.Get(ctx, id)
 	if r != nil {
-		redactRecord(r)
+		ledger.RedactRecord(r)
 	}
 	return r, err
 }
@@ -47,7 +46,7 @@ func (s inspected) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error
 func (s inspected) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
 	p, err := s.Store.List(ctx, f)
 	for _, r := range p.Records {
-		redactRecord(r)
+		ledger.RedactRecord(r)
 	}
 	return p, err
 }
@@ -55,28 +54,9 @@ func (s inspected) List(ctx context.Context, f ledger.Filter) (ledger.Page, erro
 func (s inspected) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger.Record, error) {
 	recs, err := s.Store.FindRecent(ctx, q)
 	for _, r := range recs {
-		redactRecord(r)
+		ledger.RedactRecord(r)
 	}
 	return recs, err
-}
-
-// redactRecord redacts r's payloads for display. A payload that is not
-// JSON (it never is, from this project) is hidden whole.
-func redactRecord(r *ledger.Record) {
-	r.Arguments = redactShown(r.Arguments)
-	r.Result = redactShown(r.Result)
-	r.ErrorMessage = ledger.RedactText(r.ErrorMessage)
-}
-
-func redactShown(p json.RawMessage) json.RawMessage {
-	if len(p) == 0 {
-		return p
-	}
-	red, err := ledger.Redact(p)
-	if err != nil {
-		return json.RawMessage(`"` + ledger.Redacted + `"`)
-	}
-	return red
 }
 
 // encryptedCount is how many of recs this run could not decrypt.

@@ -190,11 +190,12 @@ func completeWords(c *cobra.Command, flag string, words ...string) {
 	}
 }
 
-// runE adapts a command body: an error without an exit code is a failure
-// (exit 1), and arguments are checked before the body runs.
+// runE adapts a command body: a fault of the ledger's store says so
+// (storeFault), any other error without an exit code is a failure (exit
+// 1), and arguments are checked before the body runs.
 func runE(body func(c *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
-		return withCode(exitFailed, body(c, args))
+		return withCode(exitFailed, storeFault(body(c, args)))
 	}
 }
 

@@ -106,6 +106,11 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 	case info.IsDir():
 		return nil, reasonf(reasonLedgerInvalid, "the ledger %s is a directory; pass --ledger with a SQLite file path", path)
 	}
+	if err == nil && mode == existing {
+		if err := readOnlyLedger(path); err != nil {
+			return nil, err
+		}
+	}
 	st, err := sqlite.Open(ctx, path, &sqlite.Options{
 		ReadOnly:    mode == readOnly,
 		BusyTimeout: a.wait,
@@ -122,13 +127,31 @@ func (a *app) openSQLite(ctx context.Context, path string, mode access) (ledger.
 		return nil, reasonf(reasonLedgerInvalid, "the ledger %s was written by an older agentctl and needs a migration, which this read-only command does not run; run any agentctl call on it once, then try again", path)
 	case errors.Is(err, sqlite.ErrBusy):
 		return nil, a.lockedError(err)
+	case errors.Is(err, sqlite.ErrDamaged):
+		return nil, damagedLedger(path, err)
+	case errors.Is(err, sqlite.ErrWALUnreadable):
+		return nil, reasonf(reasonLedgerUnreachable, "cannot read the ledger where it is: %s, with --ledger naming the copy", strings.TrimPrefix(err.Error(), "sqlite: "))
 	}
 	if mode != readOnly && !errors.Is(err, sqlite.ErrNotDatabase) {
 		if fe := ledgerFault(path, err); fe != nil {
 			return nil, fe
 		}
 	}
-	return nil, reasonf(reasonLedgerInvalid, "cannot open the ledger %s: %v; pass --ledger with a SQLite ledger file (or move this file away)", path, err)
+	return nil, reasonf(reasonLedgerInvalid, "cannot open the ledger %s: %v; check the file, its folder and the -wal and -shm files beside it, or pass --ledger with another ledger", path, oneLine(err.Error()))
+}
+
+// readOnlyLedger is the error of a command that writes to the existing
+// ledger at path (approve, deny, reconcile, purge, rekey, ui), when this
+// process cannot write it (a read-only mount, a file mode, a folder that
+// cannot take the -wal and -shm files): nil when it can. Saying so before
+// the command starts beats a failed write after it has asked a person.
+func readOnlyLedger(path string) error {
+	problems, fixes := writeProblems(path)
+	if len(problems) == 0 {
+		return nil
+	}
+	return reasonf(reasonLedgerUnreachable, "the ledger %s is read-only here (%s), and this command writes to it; nothing was written; agentctl ledger list, show, export and stats read it as it is; to write it, %s, then run the same command again",
+		path, strings.Join(problems, ", "), strings.Join(fixes, " and "))
 }
 
 // noLedger is the error of a read-only command on a ledger that does not

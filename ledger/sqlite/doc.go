@@ -21,7 +21,9 @@
 // The schema is versioned and migrated from embedded SQL files, each in its
 // own transaction. A file that is not an mcpledger database, or one with a
 // newer schema, is refused with ErrNotDatabase or ErrSchemaTooNew and left
-// untouched. New files are created with mode 0600 in a 0700 folder.
+// untouched; a ledger whose pages SQLite cannot read (cut short,
+// overwritten) fails with ErrDamaged, at Open or at the read that meets the
+// damage. New files are created with mode 0600 in a 0700 folder.
 //
 // Every write by a lease holder (Transition from PROCESSING or
 // PENDING_APPROVAL, Renew) is one UPDATE conditional on the state, the

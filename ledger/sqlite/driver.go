@@ -142,6 +142,11 @@ func mattnStyleDSN(path string, o Options, readOnly bool) string {
 		// SQLite's own journal-mode switch.
 		q.Set("mode", "ro")
 	}
+	if o.immutable {
+		// See immutableOpen: the file is the whole ledger, and no
+		// -shm file can be made beside it.
+		q.Set("immutable", "1")
+	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	// url.URL renders "file:///abs"; SQLite accepts that form.
 	return u.String()

@@ -69,3 +69,7 @@ func errorKind(err error) errKind {
 	}
 	return kindOther
 }
+
+// readsReadOnlyShm: SQLite's unix VFS reads a WAL ledger through a -shm
+// file it may not write (see immutableOpen).
+const readsReadOnlyShm = true

@@ -65,6 +65,10 @@ func dsnFor(path string, o Options, readOnly bool) string {
 	} else {
 		q.Set("_txlock", "immediate")
 	}
+	if o.immutable {
+		// See immutableOpen.
+		q.Set("immutable", "1")
+	}
 	if o.ReadOnly {
 		q.Set("mode", "ro")
 	} else {
@@ -171,3 +175,7 @@ func errorKind(err error) errKind {
 	}
 	return kindOther
 }
+
+// readsReadOnlyShm: the pure-Go VFS needs a -shm file it can write to
+// read a WAL ledger (see immutableOpen).
+const readsReadOnlyShm = false

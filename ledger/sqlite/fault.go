@@ -54,3 +54,19 @@ func widenCompanions(path string, mode fs.FileMode) {
 		}
 	}
 }
+
+// DamagedError is a ledger file whose pages SQLite cannot read (it was cut
+// short or overwritten): SQLITE_CORRUPT, or SQLITE_NOTADB past a valid
+// header. It matches ErrDamaged and, as it always did, ErrNotDatabase.
+type DamagedError struct {
+	Path string
+	Err  error // SQLite's own error ("database disk image is malformed")
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("sqlite: %s is damaged (%v); restore it from a backup", e.Path, e.Err)
+}
+
+func (e *DamagedError) Is(target error) bool { return target == ErrDamaged || target == ErrNotDatabase }
+
+func (e *DamagedError) Unwrap() error { return e.Err }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -22,6 +23,10 @@ var (
 	ErrSchemaTooOld = errors.New("sqlite: database schema is older than this build")
 	// ErrReadOnly: a write on a Store opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("sqlite: the ledger is open read-only")
+	// ErrWALUnreadable: the ledger's -wal file holds writes that SQLite
+	// reads only through a -shm file, which its folder cannot hold (a
+	// read-only mount) and which is not there.
+	ErrWALUnreadable = errors.New("sqlite: the ledger's -wal file cannot be read without a -shm file")
 )
 
 // checkReadable is the read-only counterpart of prepareFile: the file
@@ -45,6 +50,53 @@ func checkReadable(path string) error {
 	}
 	return checkHeader(path)
 }
+
+// immutableOpen decides how a read-only Open reads the WAL-mode ledger
+// at path. SQLite reads a WAL database through a -shm file beside it,
+// which it creates when missing (the C build also reads one it may not
+// write; the pure-Go build does not). In a folder this process cannot
+// write (a read-only mount, a snapshot) and without a -shm file it can
+// use, SQLite can still read the ledger file alone, opened immutable, when
+// the -wal file is missing or empty: the ledger file is then the whole
+// ledger. A -wal file with writes in it cannot be read that way (immutable
+// ignores it, and would show the ledger as it was before them): that is
+// ErrWALUnreadable, with what to do.
+//
+// No writer can work on such a ledger through this folder; one working
+// through another mount of it has made a -shm file, which the C build
+// reads through, not immutable.
+func immutableOpen(path string) (bool, error) {
+	shm, wal := path+"-shm", path+"-wal"
+	if writable(filepath.Dir(path)) {
+		return false, nil
+	}
+	_, err := os.Stat(shm)
+	haveShm := err == nil
+	if haveShm && (readsReadOnlyShm || writable(shm)) {
+		return false, nil
+	}
+	fi, err := os.Stat(wal)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("sqlite: stat %s: %w", wal, err)
+	case fi.Size() == 0:
+		return true, nil
+	case haveShm:
+		return false, walUnreadable(fmt.Sprintf("sqlite: %s holds writes that this build (pure-Go SQLite) reads only through a writable -shm file, and %s is read-only; read it with a cgo build, or copy %s with its -wal and -shm files into a writable folder and read the copy",
+			wal, shm, path))
+	}
+	return false, walUnreadable(fmt.Sprintf("sqlite: %s holds writes that SQLite reads only through a -shm file, which the read-only folder cannot hold; copy %s with its -wal file into a writable folder and read the copy",
+		wal, path))
+}
+
+// walUnreadable is an ErrWALUnreadable whose message says what to do,
+// without the sentinel's text after it.
+type walUnreadable string
+
+func (e walUnreadable) Error() string        { return string(e) }
+func (e walUnreadable) Is(target error) bool { return target == ErrWALUnreadable }
 
 // checkSchema refuses, for a read-only Open, a database whose schema is
 // not the one this build reads: a foreign or newer one (as migrate does)

@@ -28,6 +28,10 @@ var (
 	// ErrBusy: another process held the write lock for longer than the busy
 	// timeout. Nothing was written; the call may be retried.
 	ErrBusy = errors.New("sqlite: database is locked by another connection")
+	// ErrDamaged: the file is a SQLite database whose pages SQLite cannot
+	// read (cut short, overwritten): restore it from a backup. It also
+	// matches ErrNotDatabase, which older callers check for.
+	ErrDamaged = errors.New("sqlite: the ledger file is damaged")
 	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("sqlite: store is closed")
 )
@@ -89,6 +93,10 @@ type Options struct {
 	// Logger gets the warning, once per path and process, that the
 	// ledger file is readable by other users (slog.Default when nil).
 	Logger *slog.Logger
+
+	// immutable: a ReadOnly Open found the ledger file to be the whole
+	// ledger, in a folder that cannot hold a -shm file (immutableOpen).
+	immutable bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -179,6 +187,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	if o.ReadOnly {
 		err = checkReadable(abs)
+		if err == nil {
+			o.immutable, err = immutableOpen(abs)
+		}
 	} else {
 		err = prepareFile(abs)
 	}
@@ -272,7 +283,9 @@ func (s *Store) classify(err error) error {
 	case kindFull:
 		return &FaultError{Path: s.path, Kind: ErrFull, err: err}
 	case kindNotDatabase:
-		return fmt.Errorf("sqlite: %s is unreadable (%v): %w", s.path, err, ErrNotDatabase)
+		// The file passed the header check at Open: what SQLite cannot
+		// read past it is damage, not a foreign file.
+		return &DamagedError{Path: s.path, Err: err}
 	}
 	return err
 }

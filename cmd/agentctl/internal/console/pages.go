@@ -149,7 +149,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
 		return
 	}
-	v := &view{Title: "Records", Nav: "records", Tenant: f.Tenant, Filter: fv, Records: page.Records}
+	v := &view{Title: "Records", Nav: "records", Tenant: f.Tenant, Filter: fv, Records: shown(page.Records...)}
 	if page.Next != "" {
 		q := r.URL.Query()
 		q.Set("cursor", page.Next)
@@ -195,12 +195,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, layer, 
 	}
 	rec, err := c.opts.Store.Get(r.Context(), id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		if others := c.otherLayers(r.Context(), id); len(others) > 0 {
-			c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s, but the key has a record in %s; follow a link from the records page: it names the layer",
-				key, tool, inLayer(layer), tenant, strings.Join(others, " and "))
-			return nil, false
-		}
-		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s; it may have been purged", key, tool, inLayer(layer), tenant)
+		c.notFound(w, r, id)
 		return nil, false
 	}
 	if err != nil {
@@ -208,6 +203,19 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, tenant, layer, 
 		return nil, false
 	}
 	return rec, true
+}
+
+// notFound answers 404 for a record that is not in the tenant asked for
+// (another tenant's key is not there either, and a page never says whether
+// it exists elsewhere), naming the layers of the tenant where the key has
+// a record, if any.
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request, id ledger.ID) {
+	if others := c.otherLayers(r.Context(), id); len(others) > 0 {
+		c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s, but the key has a record in %s; follow a link from the records page: it names the layer",
+			id.Key, id.Tool, inLayer(id.Layer), id.Tenant, strings.Join(others, " and "))
+		return
+	}
+	c.fail(w, r, http.StatusNotFound, "no record %s of tool %s in %s of tenant %s; it may have been purged, or the key is mistyped: follow a link from the records page", id.Key, id.Tool, inLayer(id.Layer), id.Tenant)
 }
 
 // otherLayers names the offered layers, other than id's, in which id's
@@ -233,6 +241,7 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	shown(rec)
 	v := &view{Title: rec.Tool + " " + rec.Key, Nav: "records", Tenant: rec.Tenant, Record: rec, Meaning: ledger.Meaning(rec), Timeline: audit.Timeline(rec)}
 	v.Arguments = arguments(rec.Arguments)
 	v.Result = resultText(rec.Result)
@@ -258,7 +267,7 @@ func (c *Console) stateList(w http.ResponseWriter, r *http.Request, s ledger.Sta
 		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
 		return
 	}
-	c.render(w, r, page, http.StatusOK, &view{Title: title, Nav: page, Tenant: tenant, Records: p.Records})
+	c.render(w, r, page, http.StatusOK, &view{Title: title, Nav: page, Tenant: tenant, Records: shown(p.Records...)})
 }
 
 // decide serves the approve and deny forms.
@@ -276,17 +285,23 @@ func (c *Console) decide(approve bool) http.HandlerFunc {
 		}
 		_, err := client.Decide(r.Context(), c.opts.Store, id, client.Decision{
 			Approve: approve, ForSession: r.PostFormValue("session") == "1", By: approver(r).Name, Via: "console", Reason: reason,
-			DistinctApprover: c.opts.Policy.DistinctApprover, Now: c.opts.Now,
+			DistinctApprover: c.opts.Policy.DistinctApprover, PolicyVersion: c.opts.Policy.Version(), Now: c.opts.Now,
 		})
 		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			c.notFound(w, r, id)
+			return
 		case errors.Is(err, client.ErrSameApprover):
 			c.fail(w, r, http.StatusForbidden, "%v; the policy requires another person to approve it", err)
+			return
+		case errors.Is(err, client.ErrOtherPolicy):
+			c.fail(w, r, http.StatusForbidden, "%v; only that policy says whether you may approve your own call: ask another person to approve it, or serve the console with that policy (agentctl ui --policy FILE)", err)
 			return
 		case errors.Is(err, client.ErrNotQueued), errors.Is(err, ledger.ErrLeaseLost), errors.Is(err, ledger.ErrStateChanged):
 			c.fail(w, r, http.StatusConflict, "%v; it was decided, consumed or expired meanwhile: look at the record", err)
 			return
 		case err != nil:
-			c.fail(w, r, http.StatusBadGateway, "%v", err)
+			c.fail(w, r, http.StatusBadGateway, "cannot record the decision: %v; check that the ledger is reachable and submit again", err)
 			return
 		}
 		http.Redirect(w, r, back(r, "/approvals"), http.StatusSeeOther)
@@ -313,11 +328,14 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
 	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		c.notFound(w, r, id)
+		return
 	case errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost):
 		c.fail(w, r, http.StatusConflict, "%v; someone settled it meanwhile: look at the record", err)
 		return
 	case err != nil:
-		c.fail(w, r, http.StatusBadGateway, "%v", err)
+		c.fail(w, r, http.StatusBadGateway, "cannot record the reconciliation: %v; check that the ledger is reachable and submit again", err)
 		return
 	}
 	http.Redirect(w, r, back(r, "/unknown"), http.StatusSeeOther)
@@ -381,18 +399,25 @@ func queuedInfo(r *ledger.Record) string {
 	return "requested by " + q.Requester + "; waits for a decision"
 }
 
-// arguments are a record's stored arguments as a person reads them:
-// redacted again (a store may hold what an older build let through), and
-// as readable JSON (see readable).
+// shown readies records the store returned for a page: redacted as
+// agentctl ledger show redacts them (ledger.RedactRecord), so a secret a
+// tool echoed in its result, or one an older build let through in the
+// arguments, never reaches the browser. Every page that shows a record's
+// payload or error gets it through here.
+func shown(recs ...*ledger.Record) []*ledger.Record {
+	for _, r := range recs {
+		ledger.RedactRecord(r)
+	}
+	return recs
+}
+
+// arguments are a record's arguments, redacted by shown, as readable JSON
+// (see readable).
 func arguments(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	red, err := ledger.Redact(raw)
-	if err != nil {
-		return ledger.Redacted
-	}
-	return readable(red)
+	return readable(raw)
 }
 
 // readable is JSON indented for a person, with the \uXXXX escapes of
@@ -441,8 +466,8 @@ func indent(raw json.RawMessage) string {
 	return b.String()
 }
 
-// resultText is the stored result as a person reads it: its text items,
-// else its JSON.
+// resultText is a record's result, redacted by shown, as a person reads
+// it: its text items, else its JSON.
 func resultText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -458,11 +483,7 @@ func resultText(raw json.RawMessage) string {
 		}
 	}
 	if len(parts) == 0 {
-		red, err := ledger.Redact(raw)
-		if err != nil {
-			return string(raw)
-		}
-		return readable(red)
+		return readable(raw)
 	}
 	return strings.Join(parts, "\n")
 }
