@@ -75,6 +75,10 @@ type Options struct {
 	InProgressWait time.Duration
 	// AttemptTimeout bounds one attempt (default none: the caller's ctx).
 	AttemptTimeout time.Duration
+	// ProbeBudget bounds the probe a call runs when it meets an UNKNOWN
+	// record of its key and the policy names a probe for the tool
+	// (DefaultProbeBudget when zero; the call's own deadline when sooner).
+	ProbeBudget time.Duration
 	// MaxArguments is the largest accepted argument JSON (default 1 MiB).
 	MaxArguments int
 	// MaxResult is the size past which a stored result is compacted
