@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mcpledger/mcpledger/confirm"
@@ -42,6 +43,9 @@ func (c *Caller[P, R]) reconcileByProbe(ctx context.Context, op *operation[P], r
 	after, rerr := ledger.Resolve(ctx, c.store, rec, f)
 	switch {
 	case rerr == nil:
+		if after.State != ledger.StateUnknown {
+			c.sends.forget(rec.ID)
+		}
 		c.log.Info("reconciled by probe", "tool", op.name, "key", ledger.ShortHash(rec.Key), "probe", pr.Probe,
 			"verdict", f.Verdict, "state", after.State)
 	case (errors.Is(rerr, ledger.ErrStateChanged) || errors.Is(rerr, ledger.ErrLeaseLost)) && after != nil:
@@ -101,6 +105,9 @@ func (c *Caller[P, R]) probeFinding(ctx context.Context, op *operation[P], rec *
 		f.Evidence = fmt.Sprintf("probe %s found it: %s", pr.Probe, said)
 	case pr.Asks():
 		f.Evidence = fmt.Sprintf("probe %s found nothing (%s); the policy leaves an absent answer to a person", pr.Probe, said)
+	case c.exited(rec):
+		f.Verdict = ledger.VerdictNotRun
+		f.Evidence = fmt.Sprintf("probe %s found nothing (%s), and the server process the call was sent to has exited", pr.Probe, said)
 	default:
 		wait := c.quietLeft(rec, pr)
 		if wait > 0 {
@@ -122,4 +129,77 @@ func (c *Caller[P, R]) probeFinding(ctx context.Context, op *operation[P], rec *
 func (c *Caller[P, R]) quietLeft(rec *ledger.Record, pr *confirm.Probe) time.Duration {
 	quiet := max(pr.QuietPeriod(), c.opts.AttemptTimeout)
 	return max(rec.UpdatedAt.Add(quiet).Sub(c.opts.Now()), 0)
+}
+
+// Exiter is implemented by a Conn whose server is a child process it
+// starts (stdio): Exited reports whether the process that an attempt went
+// out on (Attempt.Via) has exited, so that nothing sent on it can still
+// take effect. A probe's absent answer about a call whose last request
+// went to such a process is believed at once, without the quiet period.
+type Exiter interface {
+	Exited(via any) bool
+}
+
+// exited reports whether rec's last request, as this process sent it, went
+// to a server process that has since exited.
+func (c *Caller[P, R]) exited(rec *ledger.Record) bool {
+	ex, ok := c.conn.(Exiter)
+	if !ok {
+		return false
+	}
+	via, ok := c.sends.get(rec.ID, rec.Fence)
+	return ok && ex.Exited(via)
+}
+
+// lastSends remembers, for calls this process left UNKNOWN, the connection
+// their last request went out on (Attempt.Via) under which fence. A
+// record taken over since (a re-send raises its fence) no longer matches.
+// The zero value is ready to use.
+type lastSends struct {
+	// mu guards m.
+	mu sync.Mutex
+	m  map[ledger.ID]lastSend
+}
+
+type lastSend struct {
+	fence int64
+	via   any
+}
+
+// maxLastSends bounds the memory: UNKNOWN calls are rare, and one not
+// remembered only waits for its quiet period.
+const maxLastSends = 256
+
+func (s *lastSends) note(id ledger.ID, fence int64, via any) {
+	if via == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[ledger.ID]lastSend{}
+	}
+	for k := range s.m {
+		if len(s.m) < maxLastSends {
+			break
+		}
+		delete(s.m, k)
+	}
+	s.m[id] = lastSend{fence: fence, via: via}
+}
+
+func (s *lastSends) get(id ledger.ID, fence int64) (any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[id]
+	if !ok || e.fence != fence {
+		return nil, false
+	}
+	return e.via, true
+}
+
+func (s *lastSends) forget(id ledger.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
 }
