@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +42,19 @@ func startProbeProxy(t *testing.T, fault, quiet string) *probeSetup {
 	_, payments := binaries(t)
 	dir := t.TempDir()
 	s := &probeSetup{db: filepath.Join(dir, "pay.db"), ledger: filepath.Join(dir, "proxy.db")}
+	policy := writeProbePolicy(t, dir, quiet)
+	// mkdir succeeds once: only the first process gets the fault.
+	script := fmt.Sprintf(`if mkdir '%[1]s/faulted' 2>/dev/null; then exec '%[2]s' -db '%[3]s' -unguarded -fault '%[4]s'; else exec '%[2]s' -db '%[3]s' -unguarded; fi`,
+		dir, payments, s.db, fault)
+	env := append(proxyEnv(t), "MCPLEDGER_LEDGER="+s.ledger)
+	s.host, _ = connectStdioHost(t, env, nil, "--policy", policy, "--", "sh", "-c", script)
+	return s
+}
+
+// writeProbePolicy writes a policy that allows create_payment and names
+// find_payment its probe, with the quiet period quiet.
+func writeProbePolicy(t *testing.T, dir, quiet string) string {
+	t.Helper()
 	policy := filepath.Join(dir, "policy.json")
 	if err := os.WriteFile(policy, []byte(`{"version": 1,
  "rules": [{"tool": "create_payment", "action": "allow"}],
@@ -45,12 +62,7 @@ func startProbeProxy(t *testing.T, fault, quiet string) *probeSetup {
    "arguments": {"idempotency_key": "{{.Key}}"}, "absent": "not_run", "quiet": "`+quiet+`"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// mkdir succeeds once: only the first process gets the fault.
-	script := fmt.Sprintf(`if mkdir '%[1]s/faulted' 2>/dev/null; then exec '%[2]s' -db '%[3]s' -unguarded -fault '%[4]s'; else exec '%[2]s' -db '%[3]s' -unguarded; fi`,
-		dir, payments, s.db, fault)
-	env := append(proxyEnv(t), "MCPLEDGER_LEDGER="+s.ledger)
-	s.host, _ = connectStdioHost(t, env, nil, "--policy", policy, "--", "sh", "-c", script)
-	return s
+	return policy
 }
 
 // pay calls create_payment with key through the proxy within d.
@@ -110,19 +122,53 @@ func TestProxyProbeFindsLostPayment(t *testing.T) {
 	}
 }
 
-// The server died before its transaction committed: nothing was paid. An
-// absent answer is believed once the quiet period has passed since the
-// call; then the same key pays, once.
-func TestProxyProbeRerunsAfterQuietPeriod(t *testing.T) {
-	const quiet = 3 * time.Second
-	s := startProbeProxy(t, "handler=kill", quiet.String())
+// The server process died before its transaction committed: nothing was
+// paid. Over stdio the proxy saw its child exit, so nothing it was sent can
+// still take effect: the probe's "absent" is believed at once, and the
+// next call with the key pays, once.
+func TestProxyProbeRerunsOnceTheChildExited(t *testing.T) {
+	s := startProbeProxy(t, "handler=kill", "1h")
 	res, err := s.pay("gone-1", time.Minute)
+	wantUnknown(t, "the call whose server died before paying", res, err)
+	if n := paymentsIn(t, s.db); n != 0 {
+		t.Fatalf("payments after the kill = %d; want 0", n)
+	}
+	res, err = s.pay("gone-1", time.Minute)
+	if err != nil || res.IsError {
+		t.Fatalf("the next call with the key = %+v, %v; want the payment", res, err)
+	}
+	if n := paymentsIn(t, s.db); n != 1 {
+		t.Errorf("payments = %d; want 1", n)
+	}
+	r := s.record(t, "gone-1")
+	if r.State != ledger.StateSucceeded || r.Attempts < 2 || len(r.Findings) == 0 || r.Findings[len(r.Findings)-1].Verdict != ledger.VerdictNotRun {
+		t.Errorf("proxy record = %s after %d attempts, findings %+v; want SUCCEEDED, sent again after the probe's not_run", r.State, r.Attempts, r.Findings)
+	}
+}
+
+// The same over HTTP, where the proxy cannot see the server's process: an
+// absent answer is believed only once the quiet period has passed since
+// the call; then the same key pays, once.
+func TestProxyProbeRerunsAfterQuietPeriod(t *testing.T) {
+	_, payments := binaries(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "pay.db")
+	addr := freeAddr(t)
+	startPaymentsHTTP(t, payments, addr, "-db", db, "-unguarded", "-fault", "handler=kill")
+	const quiet = 3 * time.Second
+	s := &probeSetup{db: db, ledger: filepath.Join(dir, "proxy.db")}
+	policy := writeProbePolicy(t, dir, quiet.String())
+	env := append(proxyEnv(t), "MCPLEDGER_LEDGER="+s.ledger)
+	s.host, _ = connectStdioHost(t, env, nil, "--policy", policy, "--url", "http://"+addr+"/")
+
+	res, err := s.pay("gone-2", time.Minute)
 	wantUnknown(t, "the call whose server died before paying", res, err)
 	unknownAt := time.Now()
 	if n := paymentsIn(t, s.db); n != 0 {
 		t.Fatalf("payments after the kill = %d; want 0", n)
 	}
-	res, err = s.pay("gone-1", time.Minute)
+	startPaymentsHTTP(t, payments, addr, "-db", db, "-unguarded")
+	res, err = s.pay("gone-2", time.Minute)
 	if time.Since(unknownAt) < quiet {
 		// Within the quiet period the probe's "absent" is not believed.
 		wantUnknown(t, "a call within the quiet period", res, err)
@@ -132,7 +178,7 @@ func TestProxyProbeRerunsAfterQuietPeriod(t *testing.T) {
 	}
 	// Past it, the same key runs: the host calls until it is answered.
 	waitFor(t, "the re-run after the quiet period", func() bool {
-		res, err = s.pay("gone-1", time.Minute)
+		res, err = s.pay("gone-2", time.Minute)
 		return err == nil
 	})
 	if res.IsError {
@@ -141,9 +187,53 @@ func TestProxyProbeRerunsAfterQuietPeriod(t *testing.T) {
 	if n := paymentsIn(t, s.db); n != 1 {
 		t.Errorf("payments = %d; want 1", n)
 	}
-	if r := s.record(t, "gone-1"); r.State != ledger.StateSucceeded || r.Attempts < 2 {
+	if r := s.record(t, "gone-2"); r.State != ledger.StateSucceeded || r.Attempts < 2 {
 		t.Errorf("proxy record = %s after %d attempts; want SUCCEEDED, sent again", r.State, r.Attempts)
 	}
+}
+
+// freeAddr is a loopback address no one listens on, for a server the test
+// restarts at the same address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// startPaymentsHTTP starts payments -http addr and returns once it listens.
+func startPaymentsHTTP(t *testing.T, payments, addr string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(payments, append([]string{"-http", addr}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // killed: its exit status says so
+	})
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "listening on") {
+			go func() {
+				for sc.Scan() { // keep draining so the server never blocks on stderr
+				}
+			}()
+			return
+		}
+	}
+	t.Fatalf("payments -http %s exited before listening: %v", addr, sc.Err())
 }
 
 // The server goes on after the call timed out and commits late, after the
