@@ -144,6 +144,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"defaults": false, "rules": [{"tool": "*", "action": "deny", "when": {"annotated": false}}]}`))
 	f.Add([]byte(`{"rules": [{"tool": "x", "action": "deny", "action": "allow"}]}`))
 	f.Add([]byte(`{"trusted": ["a|b"], "version": 1.0}`))
+	f.Add([]byte(`{"reconcile": [{"tool": "t", "probe": "p", "arguments": {"k": "{{.Key}}", "a": ["{{.Arguments.x}}", 1]}, "found": "structured?.ok == true", "quiet": "1s"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {
