@@ -2,6 +2,7 @@ package caller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -31,6 +32,36 @@ func (c *Caller[P, R]) probeFor(op *operation[P], rec *ledger.Record) *confirm.P
 		return nil
 	}
 	return c.opts.Policy.ProbeFor(op.name)
+}
+
+// ErrNoProbe: the policy names no probe for the record's tool.
+var ErrNoProbe = errors.New("caller: the policy names no probe for this tool")
+
+// Reconcile asks the probe the policy names for rec's tool about rec, an
+// UNKNOWN record of this Caller's tenant and layer, and records what it
+// found with ledger.Resolve; it is what a background sweep runs for each
+// UNKNOWN record. args are the call's arguments; nil uses the record's
+// stored arguments, which are redacted: they serve templates that name
+// only {{.Key}} and fields that hold no secret. It returns the record as
+// it is now (another reconciler may have settled it first:
+// ledger.ErrStateChanged), and ErrNoProbe when there is no probe.
+func (c *Caller[P, R]) Reconcile(ctx context.Context, rec *ledger.Record, args json.RawMessage) (*ledger.Record, error) {
+	if rec.Tenant != c.opts.Tenant || rec.Layer != c.opts.Layer {
+		return rec, fmt.Errorf("caller: reconcile: the record of %s is tenant %s layer %s, not this caller's %s %s; reconcile it with a caller of its own", rec.Tool, rec.Tenant, rec.Layer, c.opts.Tenant, c.opts.Layer)
+	}
+	pr := c.opts.Policy.ProbeFor(rec.Tool)
+	if pr == nil {
+		return rec, fmt.Errorf("%w: %s", ErrNoProbe, rec.Tool)
+	}
+	if args == nil {
+		args = rec.Arguments
+	}
+	op := &operation[P]{name: rec.Tool, args: args, id: rec.ID, settings: c.opts.Tools.For(rec.Tool)}
+	after, err := ledger.Resolve(ctx, c.store, rec, c.probeFinding(ctx, op, rec, pr))
+	if err == nil && after.State != ledger.StateUnknown {
+		c.sends.forget(rec.ID)
+	}
+	return after, err
 }
 
 // reconcileByProbe asks pr about op's UNKNOWN record rec and settles the

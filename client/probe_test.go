@@ -249,3 +249,31 @@ func TestProbeOncePerKey(t *testing.T) {
 		t.Errorf("find ran %d times; want 1", n)
 	}
 }
+
+// Reconcile settles an UNKNOWN record without a call, as a background
+// sweep does: found, provably not run after the quiet period, or no probe.
+func TestReconcileWithoutACall(t *testing.T) {
+	ctx := context.Background()
+	pc := newProbeClient(t, probePolicy)
+	found := strandUnknown(t, pc.store, "bg-1")
+	pc.shop.pretendPaid("bg-1", "pay_lost")
+	after, err := pc.c.Reconcile(ctx, found, nil)
+	if err != nil || after.State != ledger.StateSucceeded {
+		t.Fatalf("Reconcile(found) = %v, %v; want SUCCEEDED", after, err)
+	}
+	absent := strandUnknown(t, pc.store, "bg-2")
+	if after, err = pc.c.Reconcile(ctx, absent, nil); err != nil || after.State != ledger.StateUnknown || after.ReconcileAt.IsZero() {
+		t.Fatalf("Reconcile(absent, within the quiet period) = %v, %v; want UNKNOWN with a next attempt due", after, err)
+	}
+	pc.clock.Store(int64(time.Minute))
+	if after, err = pc.c.Reconcile(ctx, after, nil); err != nil || after.State != ledger.StateRetryable {
+		t.Fatalf("Reconcile(absent, after the quiet period) = %v, %v; want RETRYABLE", after, err)
+	}
+	if pc.shop.pays.Load() != 0 {
+		t.Errorf("pay ran %d times; want 0 (Reconcile never runs the call)", pc.shop.pays.Load())
+	}
+	none := newProbeClient(t, `{"version":1,"rules":[{"tool":"*","action":"allow"}]}`)
+	if _, err := none.c.Reconcile(ctx, strandUnknown(t, none.store, "bg-3"), nil); !errors.Is(err, client.ErrNoProbe) {
+		t.Errorf("Reconcile without a probe = %v; want ErrNoProbe", err)
+	}
+}
