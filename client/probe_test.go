@@ -28,6 +28,8 @@ type shop struct {
 	pays atomic.Int32      // pay's executions
 	// findFails makes find answer with a protocol error.
 	findFails atomic.Bool
+	// findHangs makes find wait until its request is cancelled.
+	findHangs atomic.Bool
 	finds     atomic.Int32
 }
 
@@ -47,8 +49,12 @@ func (s *shop) server() *mcp.Server {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid " + id}}}, nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "find", InputSchema: objectSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s.finds.Add(1)
+			if s.findHangs.Load() {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
 			if s.findFails.Load() {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "find: database down"}
 			}
@@ -85,7 +91,7 @@ type probeClient struct {
 	clock *atomic.Int64 // nanoseconds added to the real time
 }
 
-func newProbeClient(t testing.TB, policy string) *probeClient {
+func newProbeClient(t testing.TB, policy string, tune ...func(*client.Options)) *probeClient {
 	t.Helper()
 	pol, err := confirm.Parse([]byte(policy))
 	if err != nil {
@@ -101,7 +107,11 @@ func newProbeClient(t testing.TB, policy string) *probeClient {
 		return mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil).Connect(ctx, ct, nil)
 	}
 	now := func() time.Time { return time.Now().Add(time.Duration(pc.clock.Load())) }
-	pc.c, err = client.Dial(context.Background(), connect, pc.store, &client.Options{Policy: pol, Retry: fastRetry(), Now: now})
+	opts := &client.Options{Policy: pol, Retry: fastRetry(), Now: now}
+	for _, f := range tune {
+		f(opts)
+	}
+	pc.c, err = client.Dial(context.Background(), connect, pc.store, opts)
 	if err != nil {
 		t.Fatalf("client.Dial = %v", err)
 	}
@@ -275,5 +285,26 @@ func TestReconcileWithoutACall(t *testing.T) {
 	none := newProbeClient(t, `{"version":1,"rules":[{"tool":"*","action":"allow"}]}`)
 	if _, err := none.c.Reconcile(ctx, strandUnknown(t, none.store, "bg-3"), nil); !errors.Is(err, client.ErrNoProbe) {
 		t.Errorf("Reconcile without a probe = %v; want ErrNoProbe", err)
+	}
+}
+
+// A probe that does not answer is cut off at its budget: the call answers
+// UNKNOWN, and the record keeps the attempt.
+func TestProbeBudget(t *testing.T) {
+	pc := newProbeClient(t, probePolicy, func(o *client.Options) { o.ProbeBudget = 50 * time.Millisecond })
+	rec := strandUnknown(t, pc.store, "k-4")
+	pc.shop.findHangs.Store(true)
+	if _, err := pc.pay("k-4"); !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("call = %v; want ErrOutcomeUnknown", err)
+	}
+	after, err := pc.store.Get(context.Background(), rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != ledger.StateUnknown || len(after.Findings) != 1 || after.Findings[0].Verdict != ledger.VerdictUnknown {
+		t.Errorf("record = %s, findings %+v; want UNKNOWN with the probe's unanswered attempt", after.State, after.Findings)
+	}
+	if pc.shop.pays.Load() != 0 {
+		t.Errorf("pay ran %d times; want 0", pc.shop.pays.Load())
 	}
 }
