@@ -39,6 +39,8 @@ type operation[P any] struct {
 	fence    wire.Fence // of the lease the current run holds
 	settings ledger.ToolSettings
 	decision planner.Decision
+	probed   bool // a probe answered for this call's UNKNOWN record
+	via      any  // the Attempt.Via of the last request sent
 }
 
 // Call runs one tool call through the ledger. A tool error is a result

@@ -75,6 +75,17 @@ type Options struct {
 	InProgressWait time.Duration
 	// AttemptTimeout bounds one attempt (default none: the caller's ctx).
 	AttemptTimeout time.Duration
+	// ChildProcess says the server is a child process that the adapter's
+	// connect function starts and speaks to over stdio (go-sdk's
+	// CommandTransport): once a session has been closed, its process has
+	// exited, and nothing sent on it can still take effect. A probe's
+	// absent answer about a call sent on such a session is then believed
+	// at once, without waiting for the quiet period.
+	ChildProcess bool
+	// ProbeBudget bounds the probe a call runs when it meets an UNKNOWN
+	// record of its key and the policy names a probe for the tool
+	// (DefaultProbeBudget when zero; the call's own deadline when sooner).
+	ProbeBudget time.Duration
 	// MaxArguments is the largest accepted argument JSON (default 1 MiB).
 	MaxArguments int
 	// MaxResult is the size past which a stored result is compacted
@@ -231,6 +242,9 @@ type Caller[P any, R comparable] struct {
 	// finals answers repeats of finished operations without a ledger read:
 	// Options.Finals, or the Caller's own.
 	finals *Finals
+	// sends remembers where this process last sent the calls it left
+	// UNKNOWN, for a probe to ask the Conn whether that is gone.
+	sends lastSends
 }
 
 // New makes a Caller that sends through conn. component names the adapter

@@ -75,6 +75,7 @@ func (c *Caller[P, R]) run(ctx context.Context, op *operation[P], rec *ledger.Re
 	to, _ := ledger.Next(ledger.StateProcessing, rep.On)
 	if to == ledger.StateUnknown {
 		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
+		c.sends.note(op.id, op.fence.Token, op.via)
 	}
 	c.log.Warn("call failed", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "state", to, "attempts", attempts, "err", sendErr)
 	if upKey := upstreamAwaits(sendErr); upKey != "" {
@@ -150,6 +151,7 @@ func (c *Caller[P, R]) send(ctx context.Context, op *operation[P], keyed bool) (
 		a := c.attempt(op, keyed)
 		r, b, callErr := c.conn.Send(actx, a)
 		cancel()
+		op.via = a.Via
 		if a.Via != nil {
 			attempts++ // a connection was there to send on
 		}

@@ -54,6 +54,9 @@ func (c *Caller[P, R]) settle(ctx context.Context, op *operation[P], rec *ledger
 			o, err := c.resend(ctx, op, rec)
 			return o, err, false
 		}
+		if pr := c.probeFor(op, rec); pr != nil {
+			return c.reconcileByProbe(ctx, op, rec, pr)
+		}
 		if rec.Tombstone {
 			return nil, c.fail(op, rec, fmt.Errorf("%w: the record of this key expired under the verify policy; a person must decide", ErrOutcomeUnknown)), false
 		}

@@ -50,6 +50,9 @@ type Client struct {
 	session *mcp.ClientSession
 	tools   map[string]*caller.Tool // nil: not loaded
 	toolsAt time.Time
+
+	// ended lists the sessions whose server process has exited.
+	ended endedSessions
 }
 
 // New wraps an open session. A dead session is not replaced; use Dial for that.
@@ -240,9 +243,11 @@ func (c *Client) reconnect(ctx context.Context, dead *mcp.ClientSession) (*mcp.C
 		return c.session, nil
 	}
 	if dead != nil {
-		if err := dead.Close(); err != nil {
+		err := dead.Close()
+		if err != nil {
 			c.c.Log().Debug("close dead session", "err", err)
 		}
+		c.ended.closed(dead, err, c.c.Options().ChildProcess)
 	}
 	s, err := c.connect(ctx)
 	if err != nil {

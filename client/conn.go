@@ -78,8 +78,12 @@ func (c *Client) send(ctx context.Context, s *mcp.ClientSession, p *mcp.CallTool
 // the JSON they were fingerprinted from, decoded only to add the key
 // argument when the tool declares one.
 func params(a *caller.Attempt[*mcp.CallToolParams]) *mcp.CallToolParams {
-	meta := make(mcp.Meta, len(a.Params.Meta)+1)
-	for k, v := range a.Params.Meta {
+	var from mcp.Meta
+	if a.Params != nil { // nil for a request the caller makes itself (a probe)
+		from = a.Params.Meta
+	}
+	meta := make(mcp.Meta, len(from)+1)
+	for k, v := range from {
 		meta[k] = v
 	}
 	var args any = a.Args

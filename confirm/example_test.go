@@ -66,3 +66,28 @@ func ExampleChain() {
 	// confirm: no terminal and no elicitation-capable host to ask; approve with --yes, or allow the tool in the policy file (--policy)
 	// approved static
 }
+
+// A policy's reconcile section names the probe of a tool: the arguments
+// it is called with for an UNKNOWN call, and what its answer means.
+func ExamplePolicy_ProbeFor() {
+	policy, err := confirm.Parse([]byte(`{"version": 1,
+	  "reconcile": [{"tool": "create_payment", "probe": "find_payment",
+	    "arguments": {"idempotency_key": "{{.Key}}", "payee": "{{.Arguments.payee}}"},
+	    "absent": "not_run", "quiet": "30s"}]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pr := policy.ProbeFor("create_payment")
+	args, err := pr.Arguments("order-1042", []byte(`{"amount_cents": 1250, "payee": "acme"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	found, _ := pr.Judge([]byte(`{"content": [], "isError": true}`), true)
+	fmt.Println(pr.Probe, string(args), pr.QuietPeriod())
+	fmt.Println("found:", found)
+	// Output:
+	// find_payment {"idempotency_key":"order-1042","payee":"acme"} 30s
+	// found: false
+}

@@ -256,7 +256,7 @@ func (tp *treeParser) fields(n *node, path string, allowed ...string) (map[strin
 }
 
 func (tp *treeParser) policy(root *node) (*Policy, error) {
-	top, err := tp.fields(root, "", "version", "trusted", "rules", "defaults", "whenNoOneCanBeAsked", "distinctApprover", "approvalExpiry")
+	top, err := tp.fields(root, "", "version", "trusted", "rules", "defaults", "whenNoOneCanBeAsked", "distinctApprover", "approvalExpiry", "reconcile")
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +292,11 @@ func (tp *treeParser) policy(root *node) (*Policy, error) {
 	}
 	if err := tp.approvals(top, p); err != nil {
 		return nil, err
+	}
+	if r, ok := top["reconcile"]; ok {
+		if err := tp.reconcile(r, p); err != nil {
+			return nil, err
+		}
 	}
 	defaults := true
 	if d, ok := top["defaults"]; ok {

@@ -88,7 +88,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax", "{\n  \"rules\": [\n    {\"tool\": \"x\", \"action\": allow}\n  ]\n}", `3:29: invalid JSON: invalid character 'a'`},
 		{"truncated", `{"rules": [`, `1:12: unexpected end of file`},
 		{"trailing data", `{} {}`, `1:4: unexpected data after the policy object`},
-		{"unknown top field", `{"rule": []}`, `1:2: rule: unknown field "rule" (want one of version, trusted, rules, defaults, whenNoOneCanBeAsked, distinctApprover, approvalExpiry)`},
+		{"unknown top field", `{"rule": []}`, `1:2: rule: unknown field "rule" (want one of version, trusted, rules, defaults, whenNoOneCanBeAsked, distinctApprover, approvalExpiry, reconcile)`},
 		{"unknown rule field", "{\"rules\": [\n {\"tool\": \"x\", \"action\": \"ask\", \"severity\": 1}]}", `2:33: rules[0].severity: unknown field "severity"`},
 		{"unknown condition", `{"rules": [{"tool": "x", "action": "ask", "when": {"readonly": true}}]}`, `rules[0].when.readonly: unknown field "readonly"`},
 		{"duplicate action", `{"rules": [{"tool": "x", "action": "deny", "action": "allow"}]}`, `1:44: rules[0].action: duplicate field`},
@@ -144,6 +144,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"defaults": false, "rules": [{"tool": "*", "action": "deny", "when": {"annotated": false}}]}`))
 	f.Add([]byte(`{"rules": [{"tool": "x", "action": "deny", "action": "allow"}]}`))
 	f.Add([]byte(`{"trusted": ["a|b"], "version": 1.0}`))
+	f.Add([]byte(`{"reconcile": [{"tool": "t", "probe": "p", "arguments": {"k": "{{.Key}}", "a": ["{{.Arguments.x}}", 1]}, "found": "structured?.ok == true", "quiet": "1s"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {

@@ -93,6 +93,10 @@ type Policy struct {
 	// ApprovalExpiry is how long a queued call waits for a person
 	// (DefaultApprovalExpiry when zero); a rule's Expiry overrides it.
 	ApprovalExpiry time.Duration `json:"approvalExpiry,omitempty"`
+	// Reconcile names, per tool, the probe that settles its UNKNOWN calls
+	// (see Probe). It is not part of Version: a changed probe does not
+	// invalidate approvals.
+	Reconcile []*Probe `json:"-"`
 
 	source string // file the policy came from, for Explain; "" for built-ins
 }

@@ -266,9 +266,9 @@ func TestCallJSON(t *testing.T) {
 	for _, tl := range jsonLines[tool](t, tools.stdout) {
 		byName[tl.Name] = tl
 	}
-	if len(byName) != 2 || len(byName["create_payment"].InputSchema) == 0 ||
+	if len(byName) != 3 || len(byName["create_payment"].InputSchema) == 0 ||
 		byName["get_payment"].Annotations == nil || !byName["get_payment"].Annotations.ReadOnlyHint {
-		t.Errorf("tools --json = %v; want create_payment and read-only get_payment with schemas", byName)
+		t.Errorf("tools --json = %v; want create_payment and read-only find_payment and get_payment with schemas", byName)
 	}
 	text := e.run(nil, "tools", "--server", e.server)
 	text.wantExit(t, exitOK)
@@ -348,7 +348,7 @@ func TestCallBadInput(t *testing.T) {
 		hints []string
 	}{
 		{"unknown tool", []string{"call", "--server", e.server, "--yes", "create_paymnt", "amount_cents=1"}, exitUsage,
-			[]string{`no tool "create_paymnt"`, "create_payment, get_payment"}},
+			[]string{`no tool "create_paymnt"`, "create_payment, find_payment, get_payment"}},
 		{"unknown argument", []string{"call", "--server", e.server, "--yes", "create_payment", "amount=1", "currency=EUR", "payee=a"}, exitUsage,
 			[]string{"no argument amount", "amount_cents, currency, memo, payee"}},
 		{"missing argument", []string{"call", "--server", e.server, "--yes", "create_payment", "currency=EUR", "payee=a"}, exitUsage,

@@ -111,9 +111,12 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 		defer func() { _ = ln.Close() }()
 	}
 	// The requester of the calls is the OS account the proxy runs as.
-	copts := &client.Options{Durability: durability, Requester: a.who(), Peer: telemetry.PeerOfStdio()}
+	// An upstream started after -- is a child process: once its session
+	// closed, nothing sent to it can still take effect (a probe's absent
+	// answer is believed at once).
+	copts := &client.Options{Durability: durability, Requester: a.who(), Peer: telemetry.PeerOfStdio(), ChildProcess: true}
 	if f.url != "" {
-		copts.Peer = telemetry.PeerOfURL(f.url)
+		copts.Peer, copts.ChildProcess = telemetry.PeerOfURL(f.url), false
 	}
 	if f.metricsAddr != "" {
 		prom, err := a.startMetrics(ctx, f.metricsAddr)

@@ -46,7 +46,7 @@ func TestProxyPayments(t *testing.T) {
 				names = append(names, tool.Name)
 			}
 			slices.Sort(names)
-			if want := []string{"create_payment", "get_payment", "ledger_list", "ledger_status"}; !slices.Equal(names, want) {
+			if want := []string{"create_payment", "find_payment", "get_payment", "ledger_list", "ledger_status"}; !slices.Equal(names, want) {
 				t.Errorf("tools/list = %v; want %v", names, want)
 			}
 

@@ -33,6 +33,8 @@ const FaultEnv = "PAYMENTS_FAULT"
 //	           and block until the request's context ends
 //	kill       print the same line, then SIGKILL this process
 //	sleep:DUR  wait DUR (a time.ParseDuration string), then go on
+//	stall:DUR  print the reached line, wait DUR whatever the request's
+//	           context says (a server that ignores cancellation), then go on
 //	error      fail at that point with an error
 type Faults map[string]string
 
@@ -55,8 +57,8 @@ func ParseFaults(s string) (Faults, error) {
 		}
 		switch {
 		case action == "hang", action == "kill", action == "error":
-		case strings.HasPrefix(action, "sleep:"):
-			if _, err := time.ParseDuration(strings.TrimPrefix(action, "sleep:")); err != nil {
+		case strings.HasPrefix(action, "sleep:"), strings.HasPrefix(action, "stall:"):
+			if _, err := time.ParseDuration(action[len("sleep:"):]); err != nil {
 				return nil, fmt.Errorf("payments: fault %q: %w", part, err)
 			}
 		default:
@@ -96,6 +98,14 @@ func (f Faults) at(ctx context.Context, w io.Writer, point string) error {
 		select {}
 	case action == "error":
 		return fmt.Errorf("payments: fault %s: injected error", point)
+	case strings.HasPrefix(action, "stall:"):
+		d, err := time.ParseDuration(strings.TrimPrefix(action, "stall:"))
+		if err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintln(w, ReachedLine(point))
+		time.Sleep(d) // the fault: cancellation is ignored
+		return nil
 	case strings.HasPrefix(action, "sleep:"):
 		d, err := time.ParseDuration(strings.TrimPrefix(action, "sleep:"))
 		if err != nil {

@@ -245,6 +245,8 @@ func TestParseFaults(t *testing.T) {
 		{"nowhere=hang", nil, true},
 		{"handler=explode", nil, true},
 		{"handler=sleep:soon", nil, true},
+		{"handler=stall:4s", payments.Faults{"handler": "stall:4s"}, false},
+		{"handler=stall:", nil, true},
 		{"handler", nil, true},
 	}
 	for _, tc := range tests {

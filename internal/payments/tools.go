@@ -74,6 +74,7 @@ func (a *App) addTools() {
 		Description: "Returns a payment by id.",
 		Annotations: &mcp.ToolAnnotations{Title: "Get payment", ReadOnlyHint: true},
 	}, a.getPayment)
+	a.addFind()
 }
 
 func createSchema() *jsonschema.Schema {
