@@ -33,10 +33,12 @@ func (a *App) addFind() {
 		Title:       "Find payment by idempotency key",
 		Description: "Returns the payment made under idempotency_key; an error result when no payment was made under it.",
 		Annotations: &mcp.ToolAnnotations{Title: "Find payment", ReadOnlyHint: true},
-	}, a.findPayment)
+	}, a.findTool)
 }
 
-func (a *App) findPayment(ctx context.Context, req *mcp.CallToolRequest, in FindIn) (*mcp.CallToolResult, Payment, error) {
+// findTool answers find_payment; create_payment's reconciler
+// (findPayment) reads the same row.
+func (a *App) findTool(ctx context.Context, req *mcp.CallToolRequest, in FindIn) (*mcp.CallToolResult, Payment, error) {
 	if err := ledger.ValidateKey(in.IdempotencyKey); err != nil {
 		return server.ToolError(fmt.Errorf("payments: idempotency_key: %w; send the key create_payment was sent with", err)), Payment{}, nil
 	}
@@ -48,7 +50,7 @@ func (a *App) findPayment(ctx context.Context, req *mcp.CallToolRequest, in Find
 		}
 		key = PaymentKey(tenant, key)
 	}
-	p, err := scanPayment(a.rdb.QueryRowContext(ctx, selectPayment+` WHERE idempotency_key = $1`, key))
+	p, err := paymentByKey(ctx, a.rdb, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return server.ToolError(fmt.Errorf("no payment was made with idempotency key %s", in.IdempotencyKey)), Payment{}, nil
 	}
