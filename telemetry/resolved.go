@@ -60,7 +60,7 @@ func newResolutions(m metric.Meter) *Resolutions {
 	}
 	var err error
 	r.duration, err = m.Float64Histogram(MetricResolutionDuration, metric.WithUnit("s"),
-		metric.WithDescription("Time an UNKNOWN record stood UNKNOWN (since its last update) until it was resolved."),
+		metric.WithDescription("Time an UNKNOWN record stood UNKNOWN until it was resolved."),
 		metric.WithExplicitBucketBoundaries(resolutionBuckets...))
 	if err != nil {
 		otel.Handle(err)
@@ -115,9 +115,10 @@ func sideOf(layer string, def ledger.Side) ledger.Side {
 }
 
 // resolutionTime is how long the record stood UNKNOWN: from its last
-// update before the resolution (the write that made it UNKNOWN, or the
-// latest attempt recorded on it) to the resolution's write. A clock that
-// went back gives zero, not a negative time.
+// update before the resolution, which is the write that made it UNKNOWN
+// (an inconclusive finding leaves UpdatedAt as it is), to the
+// resolution's write, both by the ledger's clock. A clock that went back
+// gives zero, not a negative time.
 func resolutionTime(before, after *ledger.Record) time.Duration {
 	return max(after.UpdatedAt.Sub(before.UpdatedAt), 0)
 }
