@@ -70,6 +70,8 @@ func Mismatch(store string, t Transition, cur *Record) error {
 			return fmt.Errorf("%s: the record is a tombstone: %w", what, ErrLeaseLost)
 		}
 		return fmt.Errorf("%s: the record is a tombstone: %w", what, ErrStateChanged)
+	case t.Finding != nil && cur.State == t.From && cur.Fence == t.Fence && cur.FindingCount != t.Finding.Count:
+		return fmt.Errorf("%s: another finding was recorded first (%d findings, not %d): %w", what, cur.FindingCount, t.Finding.Count, ErrStateChanged)
 	case owned && cur.State == t.From && cur.Fence != t.Fence:
 		return fmt.Errorf("%s: fence %d is stale; the key is at fence %d (owner %q): %w", what, t.Fence, cur.Fence, cur.Owner, ErrLeaseLost)
 	case owned && cur.State == t.From:

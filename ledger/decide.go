@@ -78,12 +78,18 @@ func Decide(ctx context.Context, st Store, rec *Record, d Decision) (*Record, er
 
 // Reconciliation is what someone found out about an UNKNOWN call.
 type Reconciliation struct {
-	// As is StateSucceeded or StateFailed.
+	// As is StateSucceeded (found), StateFailed (failed) or StateRetryable
+	// (provably not run).
 	As State
-	// Result is what every later repeat gets back.
+	// Result is what every later repeat gets back (SUCCEEDED and FAILED).
 	Result json.RawMessage
-	// Kind and Message are kept on the record (KindReconciled when Kind
-	// is empty): who decided, when, and the note.
+	// Method and By say who or what found it out (MethodPerson when
+	// empty); Note is the evidence.
+	Method Method
+	By     string
+	Note   string
+	// Kind and Message are kept on the record (KindReconciled and the
+	// message Resolve writes when empty).
 	Kind    string
 	Message string
 	// Attempts adds the requests the reconciliation sent (a re-send), if
@@ -94,29 +100,27 @@ type Reconciliation struct {
 // KindReconciled is the error kind of a reconciled record.
 const KindReconciled = "reconciled"
 
-// Reconcile settles the UNKNOWN record id as r says (OnSucceeded or
-// OnFailed from UNKNOWN). A record that is no longer UNKNOWN fails with
-// ErrStateChanged and is left as it is.
+// Reconcile settles the UNKNOWN record id as r says: Resolve with the
+// finding r stands for, on the record as it is now. A record that is no
+// longer UNKNOWN fails with ErrStateChanged and is left as it is.
 func Reconcile(ctx context.Context, st Store, id ID, r Reconciliation) (*Record, error) {
-	var on Trigger
+	f := Finding{Result: r.Result, Method: r.Method, By: r.By, Evidence: r.Note, Attempts: r.Attempts}
 	switch r.As {
 	case StateSucceeded:
-		on = OnSucceeded
+		f.Verdict = VerdictFound
 	case StateFailed:
-		on = OnFailed
+		f.Verdict = VerdictFailed
+	case StateRetryable:
+		f.Verdict = VerdictNotRun
 	default:
-		return nil, fmt.Errorf("%w: reconcile as %s; want %s or %s", ErrIllegalTransition, r.As, StateSucceeded, StateFailed)
+		return nil, fmt.Errorf("%w: reconcile as %s; want %s, %s or %s", ErrIllegalTransition, r.As, StateSucceeded, StateFailed, StateRetryable)
 	}
-	to, err := Next(StateUnknown, on)
+	if f.Method == "" {
+		f.Method = MethodPerson
+	}
+	rec, err := st.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	kind := r.Kind
-	if kind == "" {
-		kind = KindReconciled
-	}
-	return st.Transition(ctx, Transition{
-		ID: id, From: StateUnknown, To: to, Result: r.Result, AddAttempts: r.Attempts,
-		ErrorKind: kind, ErrorMessage: r.Message,
-	})
+	return resolve(ctx, st, rec, f, r.Kind, r.Message)
 }

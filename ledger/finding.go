@@ -1,6 +1,9 @@
 package ledger
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // This file is what a reconciler answers about one UNKNOWN record
 // (DESIGN.md, "Reconciliation"): a verdict on evidence, never a guess.
@@ -63,4 +66,11 @@ type Finding struct {
 	// Evidence is what was seen, in one line, for the record's history
 	// (redacted before it is stored or shown).
 	Evidence string
+	// RetryIn, for VerdictUnknown, is when the next background attempt is
+	// due, from now (the rest of a probe's quiet period, say); zero leaves
+	// it to ReconcileDelay.
+	RetryIn time.Duration
+	// Attempts is how many requests finding it out sent to the tool (a
+	// re-send), added to the record's Attempts.
+	Attempts int
 }

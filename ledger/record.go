@@ -157,6 +157,20 @@ type Record struct {
 	TraceID     string      `json:"traceId,omitempty"`
 	SpanID      string      `json:"spanId,omitempty"`
 	ReusePolicy ReusePolicy `json:"reusePolicy,omitempty"`
+	// Reconciled says how an UNKNOWN record was settled (Resolve): the
+	// finding that settled it, whose method, author, time and evidence it
+	// keeps. Nil for a record no reconciler settled; a new run of the key
+	// (a claim of a RETRYABLE record, a replacement) clears it.
+	Reconciled *Resolution `json:"reconciled,omitempty"`
+	// Findings is the record's reconciliation history, oldest first: every
+	// finding recorded on it, inconclusive ones included, at most the last
+	// MaxFindings of them. FindingCount counts every finding ever recorded.
+	Findings     []Resolution `json:"findings,omitempty"`
+	FindingCount int          `json:"findingCount,omitempty"`
+	// ReconcileAt is when the next background reconciliation of an UNKNOWN
+	// record is due (zero: at once). An inconclusive finding sets it, later
+	// at each consecutive one (ReconcileDelay).
+	ReconcileAt time.Time `json:"reconcileAt,omitzero"`
 	// Tombstone: retention ended under the Verify policy; only the identity
 	// and fingerprint remain.
 	Tombstone bool      `json:"tombstone,omitempty"`

@@ -35,6 +35,14 @@ type Rule struct {
 	// ClearError: a new execution starts without the last one's error
 	// (entering PROCESSING), unless the transition writes one.
 	ClearError bool
+	// CheckFindings: the record must still have the FindingCount the
+	// transition's Finding was read with, so that two findings recorded at
+	// once never drop one from the history.
+	CheckFindings bool
+	// KeepUpdated: the transition leaves the state as it was (an
+	// inconclusive finding on an UNKNOWN record) and UpdatedAt keeps saying
+	// when the record entered it.
+	KeepUpdated bool
 }
 
 // Rule is t's compare-and-set.
@@ -56,6 +64,8 @@ func (t Transition) Rule() Rule {
 		}
 	}
 	r.ClearError = t.To == StateProcessing && t.ErrorKind == "" && t.ErrorMessage == ""
+	r.CheckFindings = t.Finding != nil
+	r.KeepUpdated = t.Finding != nil && t.From == t.To
 	return r
 }
 
@@ -66,5 +76,6 @@ func (t Transition) Holds(cur *Record) bool {
 		return false
 	}
 	r := t.Rule()
-	return (!r.CheckOwner || cur.Owner == t.Owner) && (!r.CheckFence || cur.Fence == t.Fence)
+	return (!r.CheckOwner || cur.Owner == t.Owner) && (!r.CheckFence || cur.Fence == t.Fence) &&
+		(!r.CheckFindings || cur.FindingCount == t.Finding.Count)
 }

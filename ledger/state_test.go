@@ -24,6 +24,8 @@ var legal = map[[2]ledger.State]bool{
 	{ledger.StateUnknown, ledger.StateSucceeded}:          true, // reconcile, or the fenced late result
 	{ledger.StateUnknown, ledger.StateFailed}:             true, // reconcile, or the fenced late result
 	{ledger.StateUnknown, ledger.StateProcessing}:         true, // re-send to a key-aware server
+	{ledger.StateUnknown, ledger.StateRetryable}:          true, // reconciled: provably not run
+	{ledger.StateUnknown, ledger.StateUnknown}:            true, // reconciled without evidence: the attempt joins the history
 
 	// A queued call a person approved waits, leased, for the call that runs it.
 	{ledger.StatePendingApproval, ledger.StatePendingApproval}: true,

@@ -146,6 +146,10 @@ type Transition struct {
 	Approval     *Approval
 	// AddAttempts is added to the record's attempt count.
 	AddAttempts int
+	// Finding, when set, records a reconciler's finding with the transition
+	// (Resolve): the record's history, its resolution or the time its next
+	// reconciliation is due, by compare-and-set on its FindingCount too.
+	Finding *FindingWrite
 }
 
 // RecentQuery selects the records a re-planned call may duplicate.

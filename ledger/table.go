@@ -52,13 +52,21 @@ const (
 	// OnResend: an UNKNOWN record is sent again to a key-aware server,
 	// which answers a repeat with the first outcome; a take-over.
 	OnResend Trigger = "resend"
+	// OnNotRun: a reconciler proved that an UNKNOWN call never took effect
+	// (Finding VerdictNotRun): the record becomes RETRYABLE and the next
+	// call with the key runs it.
+	OnNotRun Trigger = "not_run"
+	// OnInconclusive: a reconciler looked at an UNKNOWN call and found no
+	// evidence either way (Finding VerdictUnknown): the record stays
+	// UNKNOWN and the attempt joins its history.
+	OnInconclusive Trigger = "inconclusive"
 )
 
 // Triggers lists every trigger in a stable order.
 var Triggers = []Trigger{
 	OnClaim, OnClaimForApproval, OnApprove, OnApproveLater, OnDeny, OnNoAnswer,
 	OnSucceeded, OnFailed, OnNotSent, OnRefused, OnAmbiguous,
-	OnLeaseExpired, OnOwnerDead, OnResend,
+	OnLeaseExpired, OnOwnerDead, OnResend, OnNotRun, OnInconclusive,
 }
 
 // none stands for "no record yet" (or a settled record past its retention)
@@ -93,8 +101,10 @@ var table = map[edge]State{
 	{StateProcessing, OnAmbiguous}:         StateUnknown,
 	{StateProcessing, OnLeaseExpired}:      StateUnknown,
 	{StateProcessing, OnOwnerDead}:         StateUnknown,
-	{StateUnknown, OnSucceeded}:            StateSucceeded, // reconciled: a person, or the late result of the fenced owner
+	{StateUnknown, OnSucceeded}:            StateSucceeded, // reconciled (found), or the late result of the fenced owner
 	{StateUnknown, OnFailed}:               StateFailed,
+	{StateUnknown, OnNotRun}:               StateRetryable, // reconciled: provably not run
+	{StateUnknown, OnInconclusive}:         StateUnknown,   // reconciled without evidence
 	{StateUnknown, OnResend}:               StateProcessing,
 }
 

@@ -45,9 +45,11 @@ var diagram = map[ledger.State]map[ledger.Trigger]ledger.State{
 		ledger.OnClaimForApproval: ledger.StatePendingApproval,
 	},
 	ledger.StateUnknown: { // reconcile
-		ledger.OnSucceeded: ledger.StateSucceeded,
-		ledger.OnFailed:    ledger.StateFailed,
-		ledger.OnResend:    ledger.StateProcessing,
+		ledger.OnSucceeded:    ledger.StateSucceeded, // found, or the fenced owner's late result
+		ledger.OnFailed:       ledger.StateFailed,
+		ledger.OnNotRun:       ledger.StateRetryable, // provably not run: the key runs on its next call
+		ledger.OnInconclusive: ledger.StateUnknown,   // no evidence: the attempt joins the history
+		ledger.OnResend:       ledger.StateProcessing,
 	},
 	ledger.StateSucceeded: {},
 	ledger.StateFailed:    {},
@@ -58,8 +60,8 @@ func TestNextEveryPair(t *testing.T) {
 	if len(diagram) != len(ledger.States)+1 {
 		t.Fatalf("the diagram here lists %d states; want every state and no record", len(diagram))
 	}
-	if len(ledger.Triggers) != 14 {
-		t.Fatalf("len(Triggers) = %d; want 14: a new trigger needs its edges listed here", len(ledger.Triggers))
+	if len(ledger.Triggers) != 16 {
+		t.Fatalf("len(Triggers) = %d; want 16: a new trigger needs its edges listed here", len(ledger.Triggers))
 	}
 	edges := 0
 	for from, out := range diagram {
@@ -84,8 +86,8 @@ func TestNextEveryPair(t *testing.T) {
 			})
 		}
 	}
-	if edges != 23 {
-		t.Errorf("%d edges checked; want the diagram's 23", edges)
+	if edges != 25 {
+		t.Errorf("%d edges checked; want the diagram's 25", edges)
 	}
 	for _, on := range []ledger.Trigger{"", "explode"} {
 		if _, err := ledger.Next(ledger.StateProcessing, on); !errors.Is(err, ledger.ErrIllegalTransition) {

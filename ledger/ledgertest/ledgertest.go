@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Lifecycle", testLifecycle},
 		{"TakeOver", testTakeOver},
 		{"Scratch", testScratch},
+		{"Resolve", testResolve},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })

@@ -39,7 +39,8 @@ const (
 	claimReplaceExpired = `UPDATE records SET session = $5, fingerprint = $6, arguments = $7, state = $8,
 		attempts = 0, fence = fence + 1, result = NULL, compacted = false, error_kind = '', error_message = '',
 		owner = $9, lease_until = $10, approval = NULL, trace_id = $11, span_id = $12, reuse_policy = $13, tombstone = false,
-		op_token = $14, watched = false, created_at = $15, updated_at = $15, expires_at = $16
+		op_token = $14, watched = false, created_at = $15, updated_at = $15, expires_at = $16,
+		reconciled = NULL, findings = NULL, finding_count = 0, reconcile_at = 'epoch'
 	WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4
 		AND state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 		AND NOT tombstone AND expires_at <= $15
@@ -50,9 +51,14 @@ const (
 	// (the call never reached the tool) for the same operation, which keeps
 	// its session, arguments and approval; a REJECTED record for whatever
 	// operation claims it now. SET expressions read the row as it was, so
-	// the CASEs see the old state.
+	// the CASEs see the old state. A new run is not reconciled; a RETRYABLE
+	// record keeps its findings (a reconciler found it not run), a new
+	// operation starts without.
 	claimReclaim = `UPDATE records SET state = $8, owner = $9, lease_until = $10, fence = fence + 1,
 		result = NULL, compacted = false, error_kind = '', error_message = '',
+		reconciled = NULL, reconcile_at = 'epoch',
+		findings = CASE state WHEN 'REJECTED' THEN NULL ELSE findings END,
+		finding_count = CASE state WHEN 'REJECTED' THEN 0 ELSE finding_count END,
 		session = CASE state WHEN 'REJECTED' THEN $5 ELSE session END,
 		fingerprint = CASE state WHEN 'REJECTED' THEN $6 ELSE fingerprint END,
 		arguments = CASE state WHEN 'REJECTED' THEN $7 ELSE arguments END,

@@ -21,7 +21,8 @@ import (
 // in the order scanRecord reads them.
 const recordCols = `tenant, layer, tool, key, session, fingerprint, arguments, state, attempts, fence,
 	result, compacted, error_kind, error_message, owner, lease_until,
-	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token, watched`
+	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token, watched,
+	reconciled, findings, finding_count, reconcile_at`
 
 // rowMeta is what a row holds beyond the record.
 type rowMeta struct {
@@ -38,11 +39,16 @@ func scanRecord(row pgx.Row) (*ledger.Record, rowMeta, error) {
 		leaseUntil *time.Time
 		approval   []byte
 		meta       rowMeta
+		rf         rawFindings
 	)
 	err := row.Scan(&r.Tenant, &r.Layer, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &r.Arguments, &state, &r.Attempts, &r.Fence,
 		&r.Result, &r.Compacted, &r.ErrorKind, &r.ErrorMessage, &r.Owner, &leaseUntil,
-		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &meta.token, &meta.watched)
+		&approval, &r.TraceID, &r.SpanID, &policy, &r.Tombstone, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &meta.token, &meta.watched,
+		&rf.reconciled, &rf.findings, &r.FindingCount, &rf.due)
 	if err != nil {
+		return nil, meta, err
+	}
+	if err := rf.decode(&r); err != nil {
 		return nil, meta, err
 	}
 	r.State = ledger.State(state)
@@ -57,6 +63,30 @@ func scanRecord(row pgx.Row) (*ledger.Record, rowMeta, error) {
 	r.UpdatedAt = r.UpdatedAt.UTC()
 	r.ExpiresAt = r.ExpiresAt.UTC()
 	return &r, meta, nil
+}
+
+// findingCols are the reconciliation columns, in the order rawFindings
+// reads them (finding_count into the record).
+const findingCols = `reconciled, findings, finding_count, reconcile_at`
+
+// rawFindings is what the reconciliation columns hold.
+type rawFindings struct {
+	reconciled, findings []byte
+	due                  time.Time
+}
+
+// decode sets r's Reconciled, Findings and ReconcileAt; the epoch, the
+// column's default, is "at once", the zero time.
+func (rf *rawFindings) decode(r *ledger.Record) error {
+	var err error
+	if r.Reconciled, r.Findings, err = ledger.DecodeFindings(rf.reconciled, rf.findings); err != nil {
+		return fmt.Errorf("postgres: %s: %w", r.Tool, err)
+	}
+	r.ReconcileAt = time.Time{}
+	if rf.due.Unix() != 0 {
+		r.ReconcileAt = rf.due.UTC()
+	}
+	return nil
 }
 
 // decodeApproval decodes the approval column (nil when NULL).

@@ -30,12 +30,16 @@ type transitionShape struct {
 	fenced bool
 	// bump raises the fence: a take-over (ledger.Rule.BumpFence).
 	bump bool
+	// finding records a reconciler's finding, by compare-and-set on the
+	// finding count too (ledger.Rule.CheckFindings); keepUpdated leaves
+	// updated_at as it was (ledger.Rule.KeepUpdated).
+	finding, keepUpdated bool
 }
 
 func shapeOf(t ledger.Transition, errorText, approval bool) transitionShape {
 	r := t.Rule()
 	return transitionShape{from: t.From, to: t.To, result: t.Result != nil, errorText: errorText, approval: approval,
-		fenced: r.CheckFence, bump: r.BumpFence}
+		fenced: r.CheckFence, bump: r.BumpFence, finding: r.CheckFindings, keepUpdated: r.KeepUpdated}
 }
 
 // ownerKnown: the owner after the transition is the transition's own, the
@@ -89,8 +93,14 @@ func transitionParts(sh transitionShape, ref func(int) string) (set []string, wh
 		types = append(types, typ)
 		return ref(len(types))
 	}
+	updated := "updated_at = " + ref(8)
+	if sh.keepUpdated {
+		// updated_at is never NULL: this keeps it, while the parameter
+		// stays in the statement with its type.
+		updated = "updated_at = coalesce(updated_at, " + ref(8) + ")"
+	}
 	set = []string{"state = '" + string(sh.to) + "'", "lease_until = " + ref(5), "attempts = attempts + " + ref(6),
-		"op_token = " + ref(7), "updated_at = " + ref(8)}
+		"op_token = " + ref(7), updated}
 	if sh.to.Waiting() {
 		set = append(set, "owner = "+param("text"))
 	}
@@ -106,12 +116,19 @@ func transitionParts(sh transitionShape, ref func(int) string) (set []string, wh
 	if sh.approval {
 		set = append(set, "approval = "+param("jsonb"))
 	}
+	if sh.finding {
+		set = append(set, "reconciled = coalesce("+param("jsonb")+", reconciled)", "findings = "+param("jsonb"),
+			"reconcile_at = coalesce("+param("timestamptz")+", reconcile_at)", "finding_count = finding_count + 1")
+	}
 	where = "tenant = " + ref(1) + " AND layer = " + ref(2) + " AND tool = " + ref(3) + " AND key = " + ref(4) + " AND NOT tombstone\n\t\tAND state = '" + string(sh.from) + "'"
 	if sh.from.Waiting() {
 		where += " AND owner = " + param("text")
 	}
 	if sh.fenced {
 		where += " AND fence = " + param("bigint")
+	}
+	if sh.finding {
+		where += " AND finding_count = " + param("integer")
 	}
 	return set, where, types
 }
@@ -195,9 +212,28 @@ func collect[T any](ws []*write, j int) (any, bool) {
 	return out, true
 }
 
+// encodedFinding is what a transition with a finding writes
+// (ledger.FindingWrite.Encode at the transition's now).
+type encodedFinding struct {
+	reconciled *ledger.Resolution
+	findings   []ledger.Resolution
+	raw        rawFindings
+}
+
+func encodeFinding(w *ledger.FindingWrite, now time.Time) (*encodedFinding, error) {
+	if w == nil {
+		return nil, nil
+	}
+	rec, fs, rawRec, rawFs, due, err := w.Encode(now)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return &encodedFinding{reconciled: rec, findings: fs, raw: rawFindings{reconciled: rawRec, findings: rawFs, due: due}}, nil
+}
+
 // transitionArgs lists the parameters of transitionSQL(sh) for t.
 func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Time, token []byte, now time.Time,
-	kind, msg *string, approval []byte) []any {
+	kind, msg *string, approval []byte, fw *encodedFinding) []any {
 	args := []any{t.Tenant, t.Layer, t.Tool, t.Key, leaseUntil, t.AddAttempts, token, now}
 	if sh.to.Waiting() {
 		args = append(args, t.Rule().Owner)
@@ -211,11 +247,21 @@ func transitionArgs(sh transitionShape, t ledger.Transition, leaseUntil *time.Ti
 	if sh.approval {
 		args = append(args, approval)
 	}
+	if sh.finding {
+		var due *time.Time
+		if !fw.raw.due.IsZero() {
+			due = &fw.raw.due
+		}
+		args = append(args, fw.raw.reconciled, fw.raw.findings, due)
+	}
 	if sh.from.Waiting() {
 		args = append(args, t.Owner)
 	}
 	if sh.fenced {
 		args = append(args, t.Fence)
+	}
+	if sh.finding {
+		args = append(args, t.Finding.Count)
 	}
 	return args
 }
@@ -237,6 +283,12 @@ func (sh transitionShape) returning() []string {
 	if !sh.errorText {
 		cols = append(cols, "error_kind", "error_message")
 	}
+	if !sh.finding {
+		cols = append(cols, findingCols)
+	}
+	if sh.keepUpdated {
+		cols = append(cols, "updated_at")
+	}
 	return cols
 }
 
@@ -244,12 +296,13 @@ func (sh transitionShape) returning() []string {
 // the record with what transition t wrote: exactly the record a read of
 // the row would return.
 func scanTransitioned(row pgx.Row, sh transitionShape, t ledger.Transition, kind, msg *string,
-	leaseUntil *time.Time, now time.Time, token []byte) (*ledger.Record, rowMeta, error) {
+	leaseUntil *time.Time, now time.Time, token []byte, fw *encodedFinding) (*ledger.Record, rowMeta, error) {
 	r := &ledger.Record{ID: t.ID, State: t.To, UpdatedAt: now}
 	var (
 		policy   string
 		approval []byte
 		meta     = rowMeta{token: token}
+		rf       rawFindings
 	)
 	dest := []any{&r.Session, &r.Fingerprint, &r.Arguments, &r.Attempts, &approval, &r.TraceID, &r.SpanID,
 		&policy, &r.CreatedAt, &r.ExpiresAt, &meta.watched}
@@ -279,9 +332,30 @@ func scanTransitioned(row pgx.Row, sh transitionShape, t ledger.Transition, kind
 	} else {
 		dest = append(dest, &r.ErrorKind, &r.ErrorMessage)
 	}
+	if sh.finding {
+		r.FindingCount = t.Finding.Count + 1
+		r.Findings = fw.findings
+		if fw.reconciled != nil {
+			r.Reconciled = fw.reconciled
+		}
+		if !fw.raw.due.IsZero() {
+			r.ReconcileAt = fw.raw.due
+		}
+	} else {
+		dest = append(dest, &rf.reconciled, &rf.findings, &r.FindingCount, &rf.due)
+	}
+	if sh.keepUpdated {
+		dest = append(dest, &r.UpdatedAt)
+	}
 	if err := row.Scan(dest...); err != nil {
 		return nil, meta, err
 	}
+	if !sh.finding {
+		if err := rf.decode(r); err != nil {
+			return nil, meta, err
+		}
+	}
+	r.UpdatedAt = r.UpdatedAt.UTC()
 	if leaseUntil != nil {
 		r.LeaseUntil = *leaseUntil
 	}
@@ -384,15 +458,19 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 			return nil, rowMeta{}, fmt.Errorf("postgres: encode approval: %w", err)
 		}
 	}
+	fw, err := encodeFinding(t.Finding, now)
+	if err != nil {
+		return nil, rowMeta{}, err
+	}
 	sh := shapeOf(t, kind != nil, approval != nil)
-	query, args := transitionSQL(sh), transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval)
+	query, args := transitionSQL(sh), transitionArgs(sh, t, leaseUntil, token, now, kind, msg, approval, fw)
 	var (
 		out  *ledger.Record
 		meta rowMeta
 	)
 	scan := func(row pgx.Row) error {
 		var err error
-		out, meta, err = scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
+		out, meta, err = scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token, fw)
 		return err
 	}
 	b := s.transitions
@@ -406,13 +484,13 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 			return s.with(ctx, func(c *pgxpool.Conn) error {
 				var err error
 				out, meta, err = writeBehind(ctx, c, query, args, func(row pgx.Row) (*ledger.Record, rowMeta, error) {
-					return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token)
+					return scanTransitioned(row, sh, t, kind, msg, leaseUntil, now, token, fw)
 				})
 				return err
 			})
 		}
 	}
-	err := b.do(ctx, w)
+	err = b.do(ctx, w)
 	return out, meta, err
 }
 

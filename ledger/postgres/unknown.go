@@ -3,8 +3,12 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpledger/mcpledger/ledger"
 )
 
 // countUnknown reads the partial index records_unknown only (see
@@ -25,4 +29,43 @@ func (s *Store) CountUnknown(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("postgres: count UNKNOWN records: %w", err)
 	}
 	return n, nil
+}
+
+var _ ledger.DueLister = (*Store)(nil)
+
+// DueUnknown implements ledger.DueLister. It reads the partial index
+// records_reconcile (one tenant) or records_reconcile_all (every tenant),
+// both of UNKNOWN records only, in (reconcile_at, updated_at) order: one
+// range scan that stops after the limit or the first record not yet due.
+func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Record, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	args := []any{s.clock(), q.Size()}
+	where := []string{"state = 'UNKNOWN'", "reconcile_at <= $1"}
+	if !q.AllTenants {
+		args = append(args, q.Tenant)
+		where = append(where, "tenant = $"+strconv.Itoa(len(args)))
+	}
+	if len(q.Layers) > 0 {
+		args = append(args, q.Layers)
+		where = append(where, "layer = ANY($"+strconv.Itoa(len(args))+"::text[])")
+	}
+	sql := `SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY reconcile_at, updated_at LIMIT $2`
+	var out []*ledger.Record
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			rows, err := c.Query(ctx, sql, args...)
+			if err != nil {
+				return err
+			}
+			out, err = scanRecords(rows)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: due UNKNOWN records: %w", err)
+	}
+	return out, nil
 }

@@ -48,7 +48,7 @@ func (s *Store) getRaw(ctx context.Context, id ledger.ID) (*ledger.Record, error
 }
 
 // numColumns is the length of the columns list.
-const numColumns = 24
+const numColumns = 28
 
 // valueScanner assigns driver values to scanRecord's destinations by type,
 // without reflection.

@@ -14,7 +14,7 @@ import (
 const columns = `tenant, layer, tool, key, session, fingerprint, arguments, state,
 	attempts, fence, result, compacted, error_kind, error_message, owner, lease_until,
 	approval, trace_id, span_id, reuse_policy, tombstone, created_at,
-	updated_at, expires_at`
+	updated_at, expires_at, reconciled, findings, finding_count, reconcile_at`
 
 // Settled states as an SQL list; kept in step with ledger.State.Settled by
 // TestSettledList.
@@ -32,11 +32,13 @@ func scanRecord(row scanner) (*ledger.Record, error) {
 		compacted, tombstone               bool
 		leaseUntil, created, updated, expi int64
 		state, policy                      string
+		reconciled, findings               []byte
+		reconcileAt                        int64
 	)
 	err := row.Scan(&r.Tenant, &r.Layer, &r.Tool, &r.Key, &r.Session, &r.Fingerprint, &args,
 		&state, &r.Attempts, &r.Fence, &result, &compacted, &r.ErrorKind, &r.ErrorMessage,
 		&r.Owner, &leaseUntil, &approval, &r.TraceID, &r.SpanID, &policy,
-		&tombstone, &created, &updated, &expi)
+		&tombstone, &created, &updated, &expi, &reconciled, &findings, &r.FindingCount, &reconcileAt)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +59,10 @@ func scanRecord(row scanner) (*ledger.Record, error) {
 		}
 		r.Approval = &a
 	}
+	if r.Reconciled, r.Findings, err = ledger.DecodeFindings(reconciled, findings); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", r.Tool, err)
+	}
+	r.ReconcileAt = fromNanos(reconcileAt)
 	r.LeaseUntil = fromNanos(leaseUntil)
 	r.CreatedAt = fromNanos(created)
 	r.UpdatedAt = fromNanos(updated)

@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/mcpledger/mcpledger/ledger"
 )
 
 // countUnknown reads the partial index records_unknown only (see
@@ -18,4 +21,44 @@ func (s *Store) CountUnknown(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("sqlite: count UNKNOWN records: %w", s.classify(err))
 	}
 	return n, nil
+}
+
+var _ ledger.DueLister = (*Store)(nil)
+
+// DueUnknown implements ledger.DueLister. It reads the partial index
+// records_reconcile (one tenant) or records_reconcile_all (every tenant),
+// both of UNKNOWN records only, in (reconcile_at, updated_at) order, so it
+// stops after the limit or the first record not yet due.
+func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Record, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT ` + columns + ` FROM records`)
+	var args []any
+	if q.AllTenants {
+		b.WriteString(` INDEXED BY records_reconcile_all WHERE state = 'UNKNOWN'`)
+	} else {
+		b.WriteString(` INDEXED BY records_reconcile WHERE state = 'UNKNOWN' AND tenant = ?`)
+		args = append(args, q.Tenant)
+	}
+	b.WriteString(` AND reconcile_at <= ?`)
+	args = append(args, nanos(s.opts.Now()))
+	if len(q.Layers) > 0 {
+		b.WriteString(` AND layer IN (?` + strings.Repeat(`, ?`, len(q.Layers)-1) + `)`)
+		for _, l := range q.Layers {
+			args = append(args, l)
+		}
+	}
+	b.WriteString(` ORDER BY reconcile_at, updated_at LIMIT ?`)
+	args = append(args, q.Size())
+	rows, err := s.rdb.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
+	}
+	recs, err := scanAll(rows, -1)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
+	}
+	return recs, nil
 }

@@ -26,7 +26,8 @@ const (
 		compacted = 0, error_kind = '', error_message = '', owner = ?,
 		lease_until = ?, approval = NULL, trace_id = ?, span_id = ?,
 		reuse_policy = ?, tombstone = 0, created_at = ?, updated_at = ?,
-		expires_at = ?
+		expires_at = ?, reconciled = NULL, findings = NULL, finding_count = 0,
+		reconcile_at = 0
 	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND expires_at <= ? AND state IN ` + settledList + `
 	RETURNING ` + columns
@@ -36,10 +37,14 @@ const (
 	// reached the tool) to the same operation, which keeps its session,
 	// arguments and approval; a REJECTED record to whatever operation
 	// claims it now. SET expressions read the row as it was, so the CASEs
-	// see the old state.
+	// see the old state. A new run is not reconciled; a RETRYABLE record
+	// keeps its findings (a reconciler found it not run), a new operation
+	// starts without.
 	reclaim = `UPDATE records SET state = ?, owner = ?, lease_until = ?,
 		fence = fence + 1, result = NULL, compacted = 0, error_kind = '',
-		error_message = '',
+		error_message = '', reconciled = NULL, reconcile_at = 0,
+		findings = CASE state WHEN 'REJECTED' THEN NULL ELSE findings END,
+		finding_count = CASE state WHEN 'REJECTED' THEN 0 ELSE finding_count END,
 		session = CASE state WHEN 'REJECTED' THEN ? ELSE session END,
 		fingerprint = CASE state WHEN 'REJECTED' THEN ? ELSE fingerprint END,
 		arguments = CASE state WHEN 'REJECTED' THEN ? ELSE arguments END,
@@ -56,18 +61,23 @@ const (
 	// A NULL owner, result or error keeps the stored value: the owner
 	// changes only when the record enters PROCESSING, and a transition that
 	// says nothing about the result or error leaves them as they were. The
-	// last four parameters are the lease check (owner and fence, leaving a
-	// leased state) and the fence check (also for a fenced late result
-	// from UNKNOWN).
+	// last six parameters are the lease check (owner and fence, leaving a
+	// leased state), the fence check (also for a fenced late result from
+	// UNKNOWN, and a finding) and a finding's check of the findings it
+	// was read with. A NULL updated_at keeps it (an inconclusive finding),
+	// and a NULL finding column keeps the stored value.
 	transition = `UPDATE records SET state = ?, owner = coalesce(?, owner),
 		lease_until = ?, fence = fence + ?, result = coalesce(?, result),
 		compacted = CASE WHEN ? IS NULL THEN compacted ELSE ? END,
 		error_kind = coalesce(?, error_kind),
 		error_message = coalesce(?, error_message),
 		approval = coalesce(?, approval), attempts = attempts + ?,
-		updated_at = ?
+		updated_at = coalesce(?, updated_at),
+		reconciled = coalesce(?, reconciled), findings = coalesce(?, findings),
+		finding_count = finding_count + ?, reconcile_at = coalesce(?, reconcile_at)
 	WHERE tenant = ? AND layer = ? AND tool = ? AND key = ? AND tombstone = 0
 		AND state = ? AND (? = 0 OR owner = ?) AND (? = 0 OR fence = ?)
+		AND (? = 0 OR finding_count = ?)
 	RETURNING ` + columns
 
 	renew = `UPDATE records SET lease_until = ?, updated_at = ?
@@ -107,6 +117,7 @@ const (
 	purgeTombstone = `UPDATE records SET tombstone = 1, session = '',
 		arguments = NULL, result = NULL, compacted = 0, error_kind = '',
 		error_message = '', approval = NULL, trace_id = '', span_id = '',
+		reconciled = NULL, findings = NULL, finding_count = 0, reconcile_at = 0,
 		updated_at = ?,
 		expires_at = ? + (expires_at - created_at)
 	WHERE id IN (SELECT id FROM records
@@ -250,6 +261,10 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 	}
 	rule := t.Rule()
 	checkOwner, checkFence, addFence := bit(rule.CheckOwner), bit(rule.CheckFence), bit(rule.BumpFence)
+	checkFindings, findingCount := bit(rule.CheckFindings), 0
+	if t.Finding != nil {
+		findingCount = t.Finding.Count
+	}
 	var rec *ledger.Record
 	lazy := ledger.Deferrable(max(s.opts.Durability, ledger.DurabilityOf(ctx)), t)
 	err = s.writeSingleAs(ctx, lazy, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
@@ -268,10 +283,28 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		if t.Result != nil {
 			result = []byte(t.Result)
 		}
+		var updated, reconciled, findings, due any = nanos(now), nil, nil, nil
+		if rule.KeepUpdated {
+			updated = nil
+		}
+		if t.Finding != nil {
+			_, _, rawRec, rawFindings, at, err := t.Finding.Encode(now)
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: transition: %w", err)
+			}
+			findings = string(rawFindings)
+			if rawRec != nil {
+				reconciled = string(rawRec)
+			}
+			if !at.IsZero() {
+				due = nanos(at)
+			}
+		}
 		r, err := scanRecord(tx.QueryRowContext(ctx, transition,
 			string(t.To), owner, leaseUntil, addFence, result, result, t.Compacted,
-			kind, msg, approval, t.AddAttempts, nanos(now),
-			t.Tenant, t.Layer, t.Tool, t.Key, string(t.From), checkOwner, t.Owner, checkFence, t.Fence))
+			kind, msg, approval, t.AddAttempts, updated, reconciled, findings, checkFindings, due,
+			t.Tenant, t.Layer, t.Tool, t.Key, string(t.From), checkOwner, t.Owner, checkFence, t.Fence,
+			checkFindings, findingCount))
 		if err == nil {
 			rec = r
 			return []ledger.ID{t.ID}, nil
