@@ -309,7 +309,8 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "choose succeeded or failed: what did the check at the server show?")
 		return
 	}
-	_, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
+	before := c.unknownNow(r.Context(), id) // for the resolution metrics
+	after, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
 	switch {
 	case errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost):
 		c.fail(w, r, http.StatusConflict, "%v; someone settled it meanwhile: look at the record", err)
@@ -318,6 +319,7 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadGateway, "%v", err)
 		return
 	}
+	c.resolutions.Resolved(r.Context(), before, after, ledger.MethodPerson)
 	http.Redirect(w, r, back(r, "/unknown"), http.StatusSeeOther)
 }
 
