@@ -197,9 +197,12 @@ func (c *Console) parse() error {
 			return formView{CSRF: csrf, R: r, Back: back}
 		},
 	}
+	for name, f := range c.reconcileFuncs() {
+		funcs[name] = f
+	}
 	c.pages = map[string]*template.Template{}
 	for _, page := range []string{"records", "record", "approvals", "unknown", "stats", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/layout.html", "web/"+page+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/layout.html", "web/reconcile.html", "web/"+page+".html")
 		if err != nil {
 			return fmt.Errorf("console: template %s: %w", page, err)
 		}
