@@ -102,13 +102,14 @@ func (a *Approver) allows(tenant string) bool {
 type Console struct {
 	opts      Options
 	approvers []Approver // at least one
-	// reconcilers are Options.Reconcilers, checked (see reconcile_api.go).
-	reconcilers []Reconciler
-	resolutions *telemetry.Resolutions
 	shared    bool       // Approvers were given: the URL carries no token
 	csrf      string
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
+
+	// reconcilers are Options.Reconcilers, checked (see reconcile_api.go).
+	reconcilers []Reconciler
+	resolutions *telemetry.Resolutions
 }
 
 type approverKey struct{}
