@@ -31,12 +31,13 @@ func unknownRecord(t *testing.T, st ledger.Store, layer, key string) *ledger.Rec
 	return rec
 }
 
-// settle resolves rec on the ledger as succeeded, at the clock's time.
-func settle(t *testing.T, st ledger.Store, rec *ledger.Record, by string) *ledger.Record {
+// settle resolves rec as found, by method, at the clock's time, through
+// ledger.Resolve.
+func settle(t *testing.T, st ledger.Store, rec *ledger.Record, method ledger.Method) *ledger.Record {
 	t.Helper()
-	after, err := ledger.Reconcile(context.Background(), st, rec.ID, ledger.Reconciliation{As: ledger.StateSucceeded, Result: json.RawMessage(`{"content":[]}`), Message: "found by " + by})
+	after, err := ledger.Resolve(context.Background(), st, rec, ledger.Finding{Verdict: ledger.VerdictFound, Result: json.RawMessage(`{"content":[]}`), Method: method, By: "test", Evidence: "seen"})
 	if err != nil {
-		t.Fatalf("Reconcile = %v", err)
+		t.Fatalf("Resolve = %v", err)
 	}
 	return after
 }
@@ -50,21 +51,28 @@ func TestResolved(t *testing.T) {
 	ctx := context.Background()
 
 	// The console's callback: a record of the proxy, resolved 90 s after
-	// it became UNKNOWN.
+	// it became UNKNOWN, a probe having found nothing 60 s in: the time
+	// runs from the write that made it UNKNOWN, not from the attempt.
 	res := telemetry.NewResolutions(mp)
 	before := unknownRecord(t, st, ledger.LayerProxy, "k-callback")
-	clock.Advance(90 * time.Second)
-	res.Resolved(ctx, before, settle(t, st, before, "callback"), ledger.MethodCallback)
+	clock.Advance(60 * time.Second)
+	before, err := ledger.Resolve(ctx, st, before, ledger.Finding{Verdict: ledger.VerdictUnknown, Method: ledger.MethodProbe, Evidence: "no row yet"})
+	if err != nil || before.State != ledger.StateUnknown {
+		t.Fatalf("Resolve(unknown) = %v, %v; want it UNKNOWN still", before, err)
+	}
+	res.Resolved(ctx, before, before, ledger.MethodProbe) // an attempt: not counted
+	clock.Advance(30 * time.Second)
+	res.Resolved(ctx, before, settle(t, st, before, ledger.MethodCallback), ledger.MethodCallback)
 
 	// A server guard's reconciler, through the server's Telemetry, 250 ms
 	// after; and a record without a layer takes the Telemetry's side.
 	tel := telemetry.New(ledger.SideServer, &telemetry.Options{MeterProvider: mp})
 	before = unknownRecord(t, st, ledger.LayerServer, "k-reconciler")
 	clock.Advance(250 * time.Millisecond)
-	tel.Resolved(ctx, before, settle(t, st, before, "reconciler"), ledger.MethodReconciler)
+	tel.Resolved(ctx, before, settle(t, st, before, ledger.MethodReconciler), ledger.MethodReconciler)
 	before = unknownRecord(t, st, "", "k-nolayer")
 	clock.Advance(time.Second)
-	tel.Resolved(ctx, before, settle(t, st, before, "reconciler"), ledger.MethodReconciler)
+	tel.Resolved(ctx, before, settle(t, st, before, ledger.MethodReconciler), ledger.MethodReconciler)
 
 	// A finding that left the record UNKNOWN is an attempt, not a
 	// resolution; and a nil *Resolutions or *Telemetry reports nothing.

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,23 +194,7 @@ func TestReconcileAPI(t *testing.T) {
 	}
 
 	// Each settled report counts once, by method callback.
-	got := map[string]int64{}
-	var rm metricdata.ResourceMetrics
-	if err := a.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricUnknownResolved {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				method, _ := dp.Attributes.Value(telemetry.AttrResolutionMethod)
-				state, _ := dp.Attributes.Value(telemetry.AttrState)
-				got[method.AsString()+" "+state.AsString()] += dp.Value
-			}
-		}
-	}
+	got := resolvedCounts(t, a.reader)
 	want := map[string]int64{"callback SUCCEEDED": 2, "callback FAILED": 1, "callback RETRYABLE": 1}
 	for k, v := range want {
 		if got[k] != v {
@@ -288,21 +275,85 @@ func TestReconcileAPIRace(t *testing.T) {
 	if ok.Load() != 1 || conflict.Load() != n-1 || other.Load() != 0 {
 		t.Errorf("%d racing reports: %d settled, %d conflicts, %d other; want 1 and %d", n, ok.Load(), conflict.Load(), other.Load(), n-1)
 	}
+	var count int64
+	for _, n := range resolvedCounts(t, a.reader) {
+		count += n
+	}
+	if count != 1 {
+		t.Errorf("%s = %d after one settled report; want 1", telemetry.MetricUnknownResolved, count)
+	}
+}
+
+// resolvedCounts reads mcpledger.unknown.resolved from reader, by "method
+// STATE", and checks that the resolution-time histogram saw as many.
+func resolvedCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := a.reader.Collect(context.Background(), &rm); err != nil {
+	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	var count int64
+	got := map[string]int64{}
+	var counted, timed int64
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == telemetry.MetricUnknownResolved {
+			switch m.Name {
+			case telemetry.MetricUnknownResolved:
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-					count += dp.Value
+					method, _ := dp.Attributes.Value(telemetry.AttrResolutionMethod)
+					state, _ := dp.Attributes.Value(telemetry.AttrState)
+					got[method.AsString()+" "+state.AsString()] += dp.Value
+					counted += dp.Value
+				}
+			case telemetry.MetricResolutionDuration:
+				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+					timed += int64(dp.Count)
 				}
 			}
 		}
 	}
-	if count != 1 {
-		t.Errorf("%s = %d after one settled report; want 1", telemetry.MetricUnknownResolved, count)
+	if counted != timed {
+		t.Errorf("%s counted %d resolutions, %s timed %d; want the same", telemetry.MetricUnknownResolved, counted, telemetry.MetricResolutionDuration, timed)
+	}
+	return got
+}
+
+// The console's own reconcile form counts as a person's resolution.
+func TestReconcileFormCountsPerson(t *testing.T) {
+	a := newAPIRig(t)
+	a.unknownOf(t, "default", "", "r-person")
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &http.Client{Jar: jar}
+	resp, err := web.Get(a.api.URL + "/unknown?token=" + url.QueryEscape(a.con.Token()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("the unknown page has no form: %s", page)
+	}
+	form := url.Values{"csrf": {string(m[1])}, "tenant": {"default"}, "tool": {"refund"}, "key": {"r-person"}, "as": {"failed"}, "note": {"no refund at the bank"}}
+	req, err := http.NewRequest("POST", a.api.URL+"/reconcile", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", a.api.URL)
+	if resp, err = web.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if rec := a.get(t, "", "refund", "r-person"); rec.State != ledger.StateFailed || rec.Reconciled == nil || rec.Reconciled.Method != ledger.MethodPerson {
+		t.Fatalf("r-person = %s %+v; want FAILED, reconciled by a person", rec.State, rec.Reconciled)
+	}
+	if got := resolvedCounts(t, a.reader); got["person FAILED"] != 1 || len(got) != 1 {
+		t.Errorf("%s = %v; want one person FAILED", telemetry.MetricUnknownResolved, got)
 	}
 }
