@@ -12,7 +12,8 @@ import (
 // Marker is the replay marker of rec, the value of _meta[wire.MetaReplay]
 // on a replayed result.
 func Marker(rec *ledger.Record) wire.Replay {
-	m := wire.Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted}
+	m := wire.Replay{Key: rec.Key, FirstAt: rec.CreatedAt.UTC(), Attempts: rec.Attempts, Compacted: rec.Compacted,
+		Reconciled: wire.ReconciledOf(rec)}
 	setState(&m.State, rec.State)
 	return m
 }

@@ -1,6 +1,7 @@
 package caller_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,4 +120,36 @@ func Example() {
 	// Output:
 	// order-1042 true
 	// order-1042 7 l1
+}
+
+// A replay of a reconciled record says so: how, by whom and when, and
+// the evidence stays in the ledger.
+func TestMarkReconciled(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	rec := record(`{"content":[]}`)
+	plain, err := caller.Mark(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(plain, []byte(`"reconciled"`)) {
+		t.Errorf("Mark of a record the tool answered = %s; want no reconciled member", plain)
+	}
+	rec.Reconciled = &ledger.Resolution{Verdict: ledger.VerdictFound, Method: ledger.MethodProbe, By: "find_payment", At: at, Evidence: "payment p_1"}
+	out, err := caller.Mark(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Meta map[string]wire.Replay `json:"_meta"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	got := res.Meta[wire.MetaReplay].Reconciled
+	if got == nil || got.Method != ledger.MethodProbe || got.By != "find_payment" || !got.At.Equal(at) {
+		t.Errorf("Mark of a reconciled record: reconciled = %+v; want probe by find_payment at %v", got, at)
+	}
+	if bytes.Contains(out, []byte("payment p_1")) {
+		t.Errorf("Mark = %s; want the evidence kept out of the replay", out)
+	}
 }

@@ -103,28 +103,38 @@ const MetaReconciled = "io.github.mcpledger/reconciled"
 
 // Reconciliation is what someone found out about an UNKNOWN call.
 type Reconciliation struct {
-	// As is ledger.StateSucceeded or ledger.StateFailed.
+	// As is ledger.StateSucceeded (found), ledger.StateFailed (the tool
+	// refused it) or ledger.StateRetryable (provably not run: the next
+	// call with the key runs it).
 	As ledger.State
-	// By and Note say who found out and how; At is when (now when zero).
+	// By and Note say who found out and how; At is when (now when zero),
+	// for the text kept on the record (the ledger stamps the resolution
+	// with its own clock).
 	By, Note string
 	At       time.Time
+	// Method is how it was found out (ledger.MethodPerson when empty).
+	Method ledger.Method
 	// Result is what every later duplicate gets back: the tool's own
 	// result as its SDK's type (a go-sdk or mcp-go CallToolResult, encoded
 	// as JSON) or raw JSON. Nil stores one text result that says who
-	// reconciled it and why (isError for FAILED), marked in _meta.
+	// reconciled it and why (isError for FAILED), marked in _meta. A
+	// RETRYABLE record keeps no result.
 	Result any
 }
 
 // Reconcile settles the UNKNOWN record id as r says, once someone has
 // checked what really happened (the payments table, the downstream asked
-// by its key). The record keeps who, when and the note in its error
-// message. A record that is no longer UNKNOWN is left as it is and the
-// error wraps ledger.ErrStateChanged. It is the one reconcile of the
-// client, the server guard, the CLI and the console.
+// by its key): ledger.Resolve with the finding r stands for, recorded as
+// the record's resolution (method, by, when, the note as evidence). The
+// record also keeps who, when and the note in its error message. A record
+// that is no longer UNKNOWN is left as it is and the error wraps
+// ledger.ErrStateChanged (or ledger.ErrLeaseLost once a re-send took it
+// over). It is the one reconcile of the client, the server guard, the CLI
+// and the console.
 func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
 	to := r.As
-	if to != ledger.StateSucceeded && to != ledger.StateFailed {
-		return nil, fmt.Errorf("reconcile as %s: want SUCCEEDED or FAILED: %w", to, ledger.ErrIllegalTransition)
+	if to != ledger.StateSucceeded && to != ledger.StateFailed && to != ledger.StateRetryable {
+		return nil, fmt.Errorf("reconcile as %s: want SUCCEEDED, FAILED or RETRYABLE (not run): %w", to, ledger.ErrIllegalTransition)
 	}
 	rec, err := st.Get(ctx, id)
 	if err != nil {
@@ -149,6 +159,9 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliat
 	var result json.RawMessage
 	switch res := r.Result.(type) {
 	case nil:
+		if to == ledger.StateRetryable {
+			break
+		}
 		text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", rec.Tool, rec.Key, message)
 		// A tool result with one text content, isError for FAILED, as
 		// every SDK decodes it.
@@ -177,5 +190,6 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliat
 			return nil, fmt.Errorf("reconcile: encode the result: %w", err)
 		}
 	}
-	return ledger.Reconcile(ctx, st, rec.ID, ledger.Reconciliation{As: to, Result: result, Message: message})
+	return ledger.Reconcile(ctx, st, rec.ID, ledger.Reconciliation{As: to, Result: result, Message: message,
+		Method: r.Method, By: r.By, Note: r.Note})
 }

@@ -84,6 +84,16 @@ func TestResendAndReconcile(t *testing.T) {
 	if _, err := ledger.Reconcile(ctx, st, rec2.ID, ledger.Reconciliation{As: ledger.StateDenied}); !errors.Is(err, ledger.ErrIllegalTransition) {
 		t.Errorf("Reconcile as DENIED = %v; want ErrIllegalTransition", err)
 	}
+	if got.Reconciled == nil || got.Reconciled.Method != ledger.MethodPerson || got.Reconciled.Verdict != ledger.VerdictFound {
+		t.Errorf("Reconcile as SUCCEEDED: Reconciled = %+v; want found by a person", got.Reconciled)
+	}
+
+	// A person may say it never ran: the same key runs on its next call.
+	rec3 := unknownRecord(t, lc, "k-3")
+	got, err = ledger.Reconcile(ctx, st, rec3.ID, ledger.Reconciliation{As: ledger.StateRetryable, By: "alice", Note: "no such order"})
+	if err != nil || got.State != ledger.StateRetryable || got.Reconciled == nil || got.Reconciled.By != "alice" || got.Reconciled.Evidence != "no such order" {
+		t.Fatalf("Reconcile as RETRYABLE = %+v, %v; want RETRYABLE, reconciled by alice with the note", got, err)
+	}
 }
 
 // A queued call a person approved is consumed once: the approval record

@@ -202,6 +202,9 @@ func Explain(r *Record) string {
 			fmt.Fprintf(&s, " (reason: %s)", OneLine(r.Approval.Reason, 200))
 		}
 		s.WriteString(". Do not issue it again")
+	case r.State == StateRetryable && r.Reconciled != nil:
+		fmt.Fprintf(&s, "was sent on %s and found not to have taken effect (reconciled by %s on %s); it may be sent again under the same key",
+			stamp(r.CreatedAt), r.Reconciled.Method, stamp(r.Reconciled.At))
 	case r.State == StateRetryable:
 		fmt.Fprintf(&s, "was not delivered to the tool (first tried %s); it may be sent again under the same key", stamp(r.CreatedAt))
 	case r.State == StateRejected:

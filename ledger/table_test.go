@@ -191,3 +191,20 @@ func TestExplainRejected(t *testing.T) {
 		t.Errorf("Explain(nil) is empty; want a sentence")
 	}
 }
+
+// A record a reconciler found not run tells the model so, and that the
+// same call may be made again.
+func TestExplainNotRun(t *testing.T) {
+	at := time.Date(2030, 3, 4, 5, 6, 7, 0, time.UTC)
+	r := ledger.Record{ID: ledger.ID{Tenant: "t", Tool: "create_payment", Key: "order-7"}, State: ledger.StateRetryable, CreatedAt: at, UpdatedAt: at,
+		Reconciled: &ledger.Resolution{Verdict: ledger.VerdictNotRun, Method: ledger.MethodProbe, At: at.Add(time.Minute)}}
+	got := ledger.Explain(&r)
+	for _, want := range []string{"found not to have taken effect", "reconciled by probe on 2030-03-04T05:07:07Z", "may be sent again under the same key"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Explain(RETRYABLE, reconciled not_run) = %q; want it to say %q", got, want)
+		}
+	}
+	if strings.Contains(got, "not delivered") {
+		t.Errorf("Explain(RETRYABLE, reconciled not_run) = %q; it was delivered, found not run", got)
+	}
+}

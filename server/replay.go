@@ -37,13 +37,7 @@ func replay(rec *ledger.Record) (*mcp.CallToolResult, error) {
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[wire.MetaReplay] = wire.Replay{
-		Key:       rec.Key,
-		State:     rec.State,
-		FirstAt:   rec.CreatedAt.UTC(),
-		Attempts:  rec.Attempts,
-		Compacted: rec.Compacted,
-	}
+	meta[wire.MetaReplay] = caller.Marker(rec)
 	res.Meta = meta
 	return res, nil
 }

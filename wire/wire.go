@@ -125,4 +125,25 @@ type Replay struct {
 	Attempts int          `json:"attempts"`
 	// Compacted: the stored result was compacted past the size limit.
 	Compacted bool `json:"compacted,omitempty"`
+	// Reconciled, when set, says the outcome was not the tool's own
+	// answer to the call but found out after it was UNKNOWN: how, by whom
+	// and when (ledger.Record.Reconciled).
+	Reconciled *Reconciled `json:"reconciled,omitempty"`
+}
+
+// Reconciled is how a replayed outcome was reconciled.
+type Reconciled struct {
+	Method ledger.Method `json:"method"`
+	By     string        `json:"by,omitempty"`
+	At     time.Time     `json:"at"`
+}
+
+// ReconciledOf is the marker's Reconciled for rec (nil when no reconciler
+// settled it).
+func ReconciledOf(rec *ledger.Record) *Reconciled {
+	r := rec.Reconciled
+	if r == nil {
+		return nil
+	}
+	return &Reconciled{Method: r.Method, By: r.By, At: r.At.UTC()}
 }
