@@ -350,8 +350,8 @@ func TestReconcileFormCountsPerson(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if rec := a.get(t, "", "refund", "r-person"); rec.State != ledger.StateFailed || rec.Reconciled == nil || rec.Reconciled.Method != ledger.MethodPerson {
-		t.Fatalf("r-person = %s %+v; want FAILED, reconciled by a person", rec.State, rec.Reconciled)
+	if rec := a.get(t, "", "refund", "r-person"); rec.State != ledger.StateFailed || rec.Reconciled == nil || rec.Reconciled.Method != ledger.MethodPerson || rec.Reconciled.By != "ana" {
+		t.Fatalf("r-person = %s %+v; want FAILED, reconciled by person ana", rec.State, rec.Reconciled)
 	}
 	if got := resolvedCounts(t, a.reader); got["person FAILED"] != 1 || len(got) != 1 {
 		t.Errorf("%s = %v; want one person FAILED", telemetry.MetricUnknownResolved, got)
