@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
@@ -58,6 +59,7 @@ decided (isError is set for --as failed).`,
 			if err != nil {
 				return err
 			}
+			telemetry.NewResolutions(nil).Resolved(c.Context(), r, done, ledger.MethodPerson)
 			if a.json {
 				return a.printJSON(done)
 			}
