@@ -38,10 +38,13 @@ type Store interface {
 	// PENDING_APPROVAL) the record must still be in t.From, owned by t.Owner
 	// with fence t.Fence, else ErrLeaseLost. When t.From is UNKNOWN and
 	// t.Fence is not zero, the record's fence must still be t.Fence (the
-	// late result of the owner whose lease ended), else ErrLeaseLost; a
-	// person's reconciliation passes Fence 0. Any other mismatch of the
-	// current state fails with ErrStateChanged; a failed Transition changes
-	// nothing.
+	// late result of the owner whose lease ended, or a reconciler's finding
+	// (Resolve)), else ErrLeaseLost. With t.Finding set, the record must
+	// also still have t.Finding.Count findings, else ErrStateChanged; the
+	// store writes the finding's history, resolution or due time with its
+	// own clock (FindingWrite.Encode), and an inconclusive finding (UNKNOWN
+	// -> UNKNOWN) keeps UpdatedAt. Any other mismatch of the current state
+	// fails with ErrStateChanged; a failed Transition changes nothing.
 	// UNKNOWN -> PROCESSING (a re-send) is a take-over: the record gets
 	// t.Owner and Fence+1. PENDING_APPROVAL -> PROCESSING keeps the fence,
 	// unless t.NewOwner is set: from a leased state, t.NewOwner takes the

@@ -25,6 +25,14 @@ func statusText(r *ledger.Record, matches int) string {
 	if matches > 1 {
 		fmt.Fprintf(&s, " %d calls match; this is the newest. Ask by key and tool for another.", matches)
 	}
+	if r.Reconciled != nil {
+		fmt.Fprintf(&s, "\nReconciled: %s.", r.Reconciled.Text())
+	} else if n := len(r.Findings); n > 0 && r.State == ledger.StateUnknown {
+		fmt.Fprintf(&s, "\n%s so far found no evidence either way; the last: %s.", reconcileAttempts(r.FindingCount), r.Findings[n-1].Text())
+		if !r.ReconcileAt.IsZero() {
+			fmt.Fprintf(&s, " The next is due %s.", stamp(r.ReconcileAt))
+		}
+	}
 	switch {
 	case len(r.Result) == 0:
 	case len(r.Result) > maxResultText:
@@ -36,6 +44,13 @@ func statusText(r *ledger.Record, matches int) string {
 		s.WriteString("\nThe result was compacted when it was stored: only what identifies the outcome was kept.")
 	}
 	return s.String()
+}
+
+func reconcileAttempts(n int) string {
+	if n == 1 {
+		return "1 reconciliation attempt"
+	}
+	return fmt.Sprintf("%d reconciliation attempts", n)
 }
 
 func notFound(in StatusInput) string {

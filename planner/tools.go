@@ -87,6 +87,13 @@ type Call struct {
 	// first returned) are shown by ledger_status only.
 	Arguments any `json:"arguments,omitempty"`
 	Result    any `json:"result,omitempty"`
+	// Reconciled says how an UNKNOWN call was settled, when it was; by
+	// ledger_status only, with Findings (every reconciliation attempt
+	// kept, oldest first) and, while it is UNKNOWN, when the next
+	// attempt is due.
+	Reconciled      *ledger.Resolution  `json:"reconciled,omitempty"`
+	Findings        []ledger.Resolution `json:"findings,omitempty"`
+	NextReconcileAt string              `json:"nextReconcileAt,omitempty"`
 }
 
 func newCall(r *ledger.Record, detail bool) Call {
@@ -108,6 +115,10 @@ func newCall(r *ledger.Record, detail bool) Call {
 		}
 		if len(r.Result) > 0 {
 			c.Result = r.Result
+		}
+		c.Reconciled, c.Findings = r.Reconciled, r.Findings
+		if r.State == ledger.StateUnknown && !r.ReconcileAt.IsZero() {
+			c.NextReconcileAt = stamp(r.ReconcileAt)
 		}
 	}
 	return c

@@ -408,3 +408,44 @@ func TestStatusReadsALapsedApprovalRejected(t *testing.T) {
 		t.Errorf("stored record = %v, %v; want it left PENDING_APPROVAL (reading writes nothing)", rec, err)
 	}
 }
+
+// ledger_status shows a call's reconciliation: the attempts that found
+// nothing yet and when the next is due, or the resolution that settled it.
+func TestStatusShowsReconciliation(t *testing.T) {
+	c := newClock()
+	st := openStore(t, c)
+	ctx := context.Background()
+	open := seed(t, st, call{tenant: "acme", session: "s1", tool: "pay", key: "p-open", args: `{"amount":5}`, state: ledger.StateUnknown})
+	for range 2 {
+		var err error
+		open, err = ledger.Resolve(ctx, st, open, ledger.Finding{Verdict: ledger.VerdictUnknown, Method: ledger.MethodProbe, By: "find_payment", Evidence: "the probe timed out"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := seed(t, st, call{tenant: "acme", session: "s1", tool: "pay", key: "p-done", args: `{"amount":6}`, state: ledger.StateUnknown})
+	if _, err := ledger.Resolve(ctx, st, done, ledger.Finding{Verdict: ledger.VerdictFound, Result: json.RawMessage(`{"content":[{"type":"text","text":"p_9"}]}`),
+		Method: ledger.MethodReconciler, By: "payments", Evidence: "payment p_9 exists"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
+
+	var out planner.StatusOutput
+	text, _ := callTool(t, cs, planner.StatusTool, map[string]any{"key": "p-open"}, &out)
+	for _, want := range []string{"2 reconciliation attempts", "unknown by probe (find_payment)", "the probe timed out", "The next is due " + open.ReconcileAt.Format(time.RFC3339)} {
+		if !strings.Contains(text, want) {
+			t.Errorf("ledger_status(p-open) text = %q; want %q", text, want)
+		}
+	}
+	if out.Call == nil || len(out.Call.Findings) != 2 || out.Call.NextReconcileAt == "" || out.Call.Reconciled != nil {
+		t.Errorf("ledger_status(p-open) call = %+v; want 2 findings, the next attempt's time, no resolution", out.Call)
+	}
+	out = planner.StatusOutput{}
+	text, _ = callTool(t, cs, planner.StatusTool, map[string]any{"key": "p-done"}, &out)
+	if !strings.Contains(text, "Reconciled: found by reconciler (payments)") || !strings.Contains(text, "payment p_9 exists") {
+		t.Errorf("ledger_status(p-done) text = %q; want the resolution", text)
+	}
+	if out.Call == nil || out.Call.Reconciled == nil || out.Call.Reconciled.Method != ledger.MethodReconciler || out.Call.NextReconcileAt != "" {
+		t.Errorf("ledger_status(p-done) call = %+v; want the resolution by the reconciler", out.Call)
+	}
+}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,29 +20,49 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
 // ErrorMessage says who, when and the note.
 const kindReconciled = ledger.KindReconciled
 
-func newLedgerReconcileCmd(a *app) *cobra.Command {
-	var as, note, tool string
-	c := &cobra.Command{
-		Use:   "reconcile KEY --as succeeded|failed [--note TEXT] [--tool T]",
-		Short: "Settle an UNKNOWN record after checking what really happened",
-		Long: `reconcile settles an UNKNOWN record as SUCCEEDED or FAILED once a person has
-checked at the server whether the call took effect.
+// reconcileAs maps the words of --as to the state a person's finding
+// settles an UNKNOWN record in.
+var reconcileAs = map[string]ledger.State{
+	"succeeded": ledger.StateSucceeded,
+	"failed":    ledger.StateFailed,
+	"not_run":   ledger.StateRetryable,
+}
 
-The record keeps the note: its error kind becomes "reconciled" and its error
-message says who reconciled it, when, and the note. Because a record that no
-tool returned has no result, reconcile stores one text result that says the
-same, so a later replay of the operation tells the model what a person
-decided (isError is set for --as failed).`,
+func newLedgerReconcileCmd(a *app) *cobra.Command {
+	var as, note, tool, resultFile string
+	c := &cobra.Command{
+		Use:   "reconcile KEY --as succeeded|failed|not_run [--note TEXT] [--result-file F] [--tool T]",
+		Short: "Settle an UNKNOWN record after checking what really happened",
+		Long: `reconcile settles an UNKNOWN record once a person has checked at the server
+whether the call took effect:
+
+  --as succeeded   it took effect: later calls with the key get its result
+  --as failed      the tool refused it: later calls get that refusal
+  --as not_run     it provably never took effect: the next call with the
+                   key runs it
+
+The record keeps the resolution: who (your OS account), when, and the note as
+the evidence, beside every earlier reconciliation attempt (agentctl ledger
+show KEY). --result-file gives the result later calls get back, a
+CallToolResult as JSON (for example what the server's own lookup returned);
+without it, reconcile stores one text result that says who reconciled it and
+the note (isError for --as failed).`,
 		Args: usageArgs(1, 1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
-			var to ledger.State
-			switch strings.ToLower(as) {
-			case "succeeded":
-				to = ledger.StateSucceeded
-			case "failed":
-				to = ledger.StateFailed
-			default:
-				return exitf(exitUsage, "--as %q: want --as succeeded or --as failed", as)
+			to, ok := reconcileAs[strings.ToLower(as)]
+			if !ok {
+				return exitf(exitUsage, "--as %q: want --as succeeded, --as failed or --as not_run", as)
+			}
+			var result any
+			if resultFile != "" {
+				if to == ledger.StateRetryable {
+					return exitf(exitUsage, "--result-file with --as not_run: a call that never took effect has no result; drop --result-file")
+				}
+				raw, err := readResultFile(resultFile)
+				if err != nil {
+					return err
+				}
+				result = raw
 			}
 			st, err := a.ledger(c.Context(), existing)
 			if err != nil {
@@ -52,8 +75,8 @@ decided (isError is set for --as failed).`,
 			if r.State != ledger.StateUnknown {
 				return exitf(exitUsage, "record %s (%s) is %s; only UNKNOWN records are reconciled", r.Key, r.Tool, r.State)
 			}
-			done, err := client.Reconcile(c.Context(), st, r.ID, client.Reconciliation{As: to, By: a.who(), Note: note})
-			if errors.Is(err, ledger.ErrStateChanged) {
+			done, err := client.Reconcile(c.Context(), st, r.ID, client.Reconciliation{As: to, By: a.who(), Note: note, Result: result})
+			if errors.Is(err, ledger.ErrStateChanged) || errors.Is(err, ledger.ErrLeaseLost) {
 				return exitf(exitUsage, "record %s changed while reconciling it; look again with agentctl ledger show %s", r.Key, r.Key)
 			}
 			if err != nil {
@@ -67,9 +90,33 @@ decided (isError is set for --as failed).`,
 			return nil
 		}),
 	}
-	c.Flags().StringVar(&as, "as", "", "what happened: `succeeded|failed` (required)")
-	completeWords(c, "as", "succeeded", "failed")
+	c.Flags().StringVar(&as, "as", "", "what happened: `succeeded|failed|not_run` (required)")
+	completeWords(c, "as", "succeeded", "failed", "not_run")
 	c.Flags().StringVar(&note, "note", "", "why: what was checked (`TEXT`, kept on the record)")
+	c.Flags().StringVar(&resultFile, "result-file", "", "the result later calls get back: a CallToolResult as JSON in `FILE`")
 	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
 	return c
+}
+
+// maxResultFile bounds --result-file: a result past the ledger's own
+// compaction limit is not a person's hand-written answer.
+const maxResultFile = ledger.DefaultMaxResult
+
+// readResultFile reads a CallToolResult as JSON from name.
+func readResultFile(name string) (json.RawMessage, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, exitf(exitUsage, "--result-file %s: %v; pass a file holding a CallToolResult as JSON", shorten(name, 80), err)
+	}
+	if len(b) > maxResultFile {
+		return nil, exitf(exitUsage, "--result-file %s holds %d bytes; the limit is %d, so keep what later calls need (the created resource's id)", shorten(name, 80), len(b), maxResultFile)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		return nil, exitf(exitUsage, "--result-file %s is not a JSON object; want a CallToolResult such as {\"content\":[{\"type\":\"text\",\"text\":\"paid\"}]}", shorten(name, 80))
+	}
+	if _, err := decodeResult(b); err != nil {
+		return nil, exitf(exitUsage, "--result-file %s: %v; want a CallToolResult such as {\"content\":[{\"type\":\"text\",\"text\":\"paid\"}]}", shorten(name, 80), err)
+	}
+	return json.RawMessage(b), nil
 }

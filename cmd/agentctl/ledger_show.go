@@ -82,6 +82,7 @@ func (a *app) showRecord(r *ledger.Record) error {
 	if r.ErrorKind != "" || r.ErrorMessage != "" {
 		t.row("error", fmt.Sprintf("%s: %s", orDash(r.ErrorKind), r.ErrorMessage))
 	}
+	showFindings(t, r)
 	if r.TraceID != "" {
 		t.row("trace", r.TraceID)
 	}
@@ -100,4 +101,27 @@ func (a *app) showRecord(r *ledger.Record) error {
 		t.row("result", clip(text, 200))
 	}
 	return a.flushTable(t)
+}
+
+// showFindings adds the record's reconciliation: the resolution that
+// settled it, every attempt kept (oldest first), and when the next
+// background attempt on an UNKNOWN record is due.
+func showFindings(t *table, r *ledger.Record) {
+	if r.Reconciled != nil {
+		t.row("reconciled", clip(r.Reconciled.Text(), 200))
+	}
+	if r.FindingCount == 0 {
+		return
+	}
+	count := strconv.Itoa(r.FindingCount)
+	if len(r.Findings) < r.FindingCount {
+		count += fmt.Sprintf(" (the last %d below)", len(r.Findings))
+	}
+	t.row("findings", count)
+	for _, f := range r.Findings {
+		t.row("finding", clip(f.Text(), 200))
+	}
+	if r.State == ledger.StateUnknown && !r.ReconcileAt.IsZero() {
+		t.row("next attempt", timeText(r.ReconcileAt))
+	}
 }

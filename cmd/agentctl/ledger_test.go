@@ -172,15 +172,67 @@ func TestLedgerReconcile(t *testing.T) {
 		})
 	}
 
+	// A result file is what later calls get back, byte for byte; the
+	// record keeps who (the OS account) and the note as its resolution.
+	t.Run("result file", func(t *testing.T) {
+		path, env := ledgerEnv(t)
+		env["USER"] = "mallory"
+		seedMixed(t, path, time.Now())
+		file := filepath.Join(t.TempDir(), "result.json")
+		want := `{"content":[{"type":"text","text":"payment p_42"}],"structuredContent":{"id":"p_42"}}`
+		if err := os.WriteFile(file, []byte(want+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		inProcess(t, env, nil, "ledger", "reconcile", "order-2", "--tool", "create_payment", "--as", "succeeded",
+			"--result-file", file, "--note", "found p_42 in the bank").wantExit(t, exitOK)
+		r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-2"})
+		if r.State != ledger.StateSucceeded || string(r.Result) != want {
+			t.Fatalf("after reconcile --result-file: %s with result %s; want SUCCEEDED with %s", r.State, r.Result, want)
+		}
+		if res := r.Reconciled; res == nil || res.Method != ledger.MethodPerson || res.By != osAccount() || res.Evidence != "found p_42 in the bank" || res.At.IsZero() {
+			t.Errorf("resolution = %+v; want found by a person, %s, with the note", res, osAccount())
+		}
+	})
+
+	// not_run: nothing ran, so the record becomes RETRYABLE without a
+	// result, and the next call with the key runs it.
+	t.Run("not_run", func(t *testing.T) {
+		path, env := ledgerEnv(t)
+		seedMixed(t, path, time.Now())
+		o := inProcess(t, env, nil, "ledger", "reconcile", "order-2", "--tool", "create_payment", "--as", "not_run", "--note", "no payment at the bank")
+		o.wantExit(t, exitOK)
+		if !strings.Contains(o.stdout, "UNKNOWN -> RETRYABLE") {
+			t.Errorf("ledger reconcile --as not_run printed %q; want UNKNOWN -> RETRYABLE", o.stdout)
+		}
+		r := readRecord(t, path, ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: "order-2"})
+		if r.State != ledger.StateRetryable || len(r.Result) != 0 || r.Reconciled == nil || r.Reconciled.Verdict != ledger.VerdictNotRun {
+			t.Errorf("after reconcile --as not_run: %s, result %s, resolution %+v; want RETRYABLE, no result, not_run", r.State, r.Result, r.Reconciled)
+		}
+		show := inProcess(t, env, nil, "ledger", "show", "order-2", "--tool", "create_payment")
+		show.wantExit(t, exitOK)
+		for _, want := range []string{"not_run by person (" + osAccount() + ")", "no payment at the bank", "findings"} {
+			if !strings.Contains(show.stdout, want) {
+				t.Errorf("ledger show after not_run does not show %q:\n%s", want, show.stdout)
+			}
+		}
+	})
+
 	path, env := ledgerEnv(t)
 	seedMixed(t, path, time.Now())
+	notJSON := filepath.Join(t.TempDir(), "result.txt")
+	if err := os.WriteFile(notJSON, []byte("paid"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	bad := []struct {
 		name  string
 		args  []string
 		hints []string
 	}{
 		{"not unknown", []string{"order-1", "--as", "failed"}, []string{"SUCCEEDED", "only UNKNOWN"}},
-		{"bad as", []string{"order-2", "--tool", "create_payment", "--as", "maybe"}, []string{"--as succeeded or --as failed"}},
+		{"bad as", []string{"order-2", "--tool", "create_payment", "--as", "maybe"}, []string{"--as succeeded, --as failed or --as not_run"}},
+		{"result file missing", []string{"order-2", "--tool", "create_payment", "--as", "succeeded", "--result-file", "/nonexistent/r.json"}, []string{"--result-file", "CallToolResult"}},
+		{"result file not JSON", []string{"order-2", "--tool", "create_payment", "--as", "succeeded", "--result-file", notJSON}, []string{"not a JSON object"}},
+		{"result of not_run", []string{"order-2", "--tool", "create_payment", "--as", "not_run", "--result-file", notJSON}, []string{"no result"}},
 		{"no as", []string{"order-2", "--tool", "create_payment"}, []string{"--as"}},
 		{"ambiguous", []string{"order-2", "--as", "failed"}, []string{"--tool"}},
 	}

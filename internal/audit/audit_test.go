@@ -185,6 +185,42 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
+// A record's reconciliation attempts join its timeline at their times,
+// and an UNKNOWN record says when the next is due.
+func TestTimelineFindings(t *testing.T) {
+	r := records(1)[0]
+	r.Approval = nil
+	became := r.UpdatedAt
+	r.State, r.Attempts, r.Fence = ledger.StateUnknown, 1, 1
+	r.Findings = []ledger.Resolution{
+		{Verdict: ledger.VerdictUnknown, Method: ledger.MethodProbe, By: "find_payment", At: became.Add(time.Second), Evidence: "timed out"},
+		{Verdict: ledger.VerdictUnknown, Method: ledger.MethodProbe, By: "find_payment", At: became.Add(7 * time.Second), Evidence: "timed out again"},
+	}
+	r.FindingCount, r.ReconcileAt = 2, became.Add(17*time.Second)
+	tl := audit.Timeline(r)
+	want := []string{"claimed", "UNKNOWN after 1 attempt(s)", "reconcile: unknown by probe (find_payment)", "reconcile: unknown by probe (find_payment)", "next reconcile attempt due"}
+	if len(tl) != len(want) {
+		t.Fatalf("Timeline = %+v; want %d entries", tl, len(want))
+	}
+	for i, w := range want {
+		if tl[i].What != w {
+			t.Errorf("Timeline[%d].What = %q; want %q", i, tl[i].What, w)
+		}
+	}
+	if tl[3].Detail != "timed out again" || !tl[4].At.Equal(r.ReconcileAt) {
+		t.Errorf("Timeline = %+v; want the evidence and the due time", tl)
+	}
+
+	// Settled by a finding: it stands before the state it made.
+	r.State, r.UpdatedAt = ledger.StateSucceeded, became.Add(9*time.Second)
+	r.Findings = append(r.Findings, ledger.Resolution{Verdict: ledger.VerdictFound, Method: ledger.MethodCallback, By: "bank", At: r.UpdatedAt})
+	r.Reconciled = &r.Findings[2]
+	tl = audit.Timeline(r)
+	if n := len(tl); n < 3 || tl[n-3].What != "reconcile: found by callback (bank)" || tl[n-2].What != "SUCCEEDED after 1 attempt(s)" || tl[n-1].What != "retention ends" {
+		t.Errorf("Timeline of a reconciled record = %+v; want the finding, then SUCCEEDED, then retention", tl)
+	}
+}
+
 // An export of a real ledger, on both stores, verifies.
 func TestExportRealLedger(t *testing.T) {
 	stores := map[string]func(t *testing.T) ledger.Store{

@@ -60,7 +60,25 @@ func Timeline(r *ledger.Record) []Entry {
 			now.Detail += r.ErrorMessage
 		}
 	}
-	out = append(out, now)
+	// Every reconciliation attempt the record keeps, at its own time: those
+	// up to its last update before it, the inconclusive ones on an UNKNOWN
+	// record after (its UpdatedAt says when it became UNKNOWN).
+	var after []Entry
+	for _, f := range r.Findings {
+		e := Entry{At: f.At, What: fmt.Sprintf("reconcile: %s by %s", f.Verdict, f.Method), Detail: f.Evidence}
+		if f.By != "" {
+			e.What += " (" + f.By + ")"
+		}
+		if f.At.After(now.At) {
+			after = append(after, e)
+			continue
+		}
+		out = append(out, e)
+	}
+	out = append(append(out, now), after...)
+	if r.State == ledger.StateUnknown && !r.ReconcileAt.IsZero() {
+		out = append(out, Entry{At: r.ReconcileAt, What: "next reconcile attempt due"})
+	}
 	if !r.ExpiresAt.IsZero() && !r.State.Waiting() && r.State != ledger.StateUnknown {
 		out = append(out, Entry{At: r.ExpiresAt, What: "retention ends"})
 	}

@@ -185,3 +185,46 @@ func stateOf(r *ledger.Record) ledger.State {
 	}
 	return r.State
 }
+
+// A ledger of version 4 opens with its UNKNOWN records due for a
+// reconciliation at once, none reconciled and no history; a finding on
+// one is recorded like on a new record.
+func TestMigrateToReconcile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	now := ledgertest.Start
+	n := itoa(now.UnixNano())
+	var stmts []string
+	for _, name := range []string{"0001_records.sql", "0002_events.sql", "0003_lifecycle.sql", "0004_layer.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(b))
+	}
+	stmts = append(stmts,
+		`INSERT INTO records (tenant, layer, tool, key, fingerprint, state, attempts, fence, owner, created_at, updated_at, expires_at)
+			VALUES ('acme', 'client', 'create_payment', 'lost-1', 'fp', 'UNKNOWN', 1, 3, 'client-1', `+n+`, `+n+`, `+n+` + 3600000000000)`,
+		"PRAGMA user_version = 4",
+		"PRAGMA application_id = 1296257100", // "MCPL"
+	)
+	rawExec(t, path, stmts...)
+	st, err := sqlite.Open(ctx, path, &sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatalf("Open(a version 4 ledger) = %v", err)
+	}
+	defer st.Close()
+	id := ledger.ID{Tenant: "acme", Layer: ledger.LayerClient, Tool: "create_payment", Key: "lost-1"}
+	r, err := st.Get(ctx, id)
+	if err != nil || r.State != ledger.StateUnknown || r.Fence != 3 || r.Reconciled != nil || r.FindingCount != 0 || !r.ReconcileAt.IsZero() {
+		t.Fatalf("Get after migration = %+v, %v; want the UNKNOWN record at fence 3, no findings, due at once", r, err)
+	}
+	due, err := st.DueUnknown(ctx, ledger.DueQuery{Tenant: "acme"})
+	if err != nil || len(due) != 1 || due[0].Key != "lost-1" {
+		t.Fatalf("DueUnknown after migration = %d records, %v; want lost-1", len(due), err)
+	}
+	got, err := ledger.Resolve(ctx, st, r, ledger.Finding{Verdict: ledger.VerdictFound, Method: ledger.MethodCallback, By: "bank"})
+	if err != nil || got.State != ledger.StateSucceeded || got.Reconciled == nil || got.FindingCount != 1 {
+		t.Errorf("Resolve of the migrated record = %+v, %v; want SUCCEEDED, reconciled by the callback", got, err)
+	}
+}
