@@ -18,7 +18,8 @@ import (
 
 // The reconciliation in the browser: the UNKNOWN list shows how long each
 // record has been UNKNOWN and the attempts made on it; a record's page
-// shows what settled it (method, by, at, evidence) and every attempt.
+// shows what settled it (method, by, at, evidence), how many attempts
+// were made, and each in its timeline.
 func TestReconciliationInBrowser(t *testing.T) {
 	clock := ledgertest.NewClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC))
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), &sqlite.Options{Now: clock.Now})
@@ -81,13 +82,13 @@ func TestReconciliationInBrowser(t *testing.T) {
 				t.Errorf("r-paid's resolution = %q; want it to say %q", res, want)
 			}
 		}
-		if n := rows(t, ctx, `#findings li`); n != 2 {
-			t.Fatalf("r-paid's history has %d entries; want the probe's and the callback's (the page: %s)", n, text(t, ctx, "main"))
+		if n := text(t, ctx, `#findings`); n != "2" {
+			t.Errorf("r-paid's reconcile attempts = %q; want 2 (the page: %s)", n, text(t, ctx, "main"))
 		}
-		hist := text(t, ctx, `#findings`)
-		probe, cb := strings.Index(hist, "unknown by probe (find_refund)"), strings.Index(hist, "found by callback (payments-db)")
+		hist := text(t, ctx, `#timeline`)
+		probe, cb := strings.Index(hist, "reconcile: unknown by probe (find_refund)"), strings.Index(hist, "reconcile: found by callback (payments-db)")
 		if probe < 0 || cb < probe {
-			t.Errorf("r-paid's history = %q; want the probe's attempt, then the callback's finding", hist)
+			t.Errorf("r-paid's timeline = %q; want the probe's attempt, then the callback's finding", hist)
 		}
 		if n := rows(t, ctx, `#age`); n != 0 {
 			t.Errorf("a SUCCEEDED record shows an UNKNOWN age: %q", text(t, ctx, `#age`))
@@ -102,8 +103,11 @@ func TestReconciliationInBrowser(t *testing.T) {
 		if n := rows(t, ctx, `#resolution`); n != 0 {
 			t.Errorf("an UNKNOWN record shows a resolution: %q", text(t, ctx, `#resolution`))
 		}
-		if hist := text(t, ctx, `#findings`); !strings.Contains(hist, "unknown by probe (find_refund)") {
-			t.Errorf("r-wait's history = %q; want the probe's attempt", hist)
+		if n := text(t, ctx, `#findings`); n != "1" {
+			t.Errorf("r-wait's reconcile attempts = %q; want 1", n)
+		}
+		if hist := text(t, ctx, `#timeline`); !strings.Contains(hist, "reconcile: unknown by probe (find_refund)") {
+			t.Errorf("r-wait's timeline = %q; want the probe's attempt", hist)
 		}
 	})
 }
