@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/console"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/telemetry"
 )
 
@@ -355,5 +358,51 @@ func TestReconcileFormCountsPerson(t *testing.T) {
 	}
 	if got := resolvedCounts(t, a.reader); got["person FAILED"] != 1 || len(got) != 1 {
 		t.Errorf("%s = %v; want one person FAILED", telemetry.MetricUnknownResolved, got)
+	}
+}
+
+// BenchmarkReconcileAPI is one report over HTTP on 127.0.0.1 settling one
+// UNKNOWN record of a SQLite ledger.
+func BenchmarkReconcileAPI(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	con, err := console.New(console.Options{Store: st, Tenant: "default", Reconcilers: []console.Reconciler{{Token: payToken, Name: "payments-db"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	web := httptest.NewServer(con)
+	b.Cleanup(web.Close)
+	ctx := context.Background()
+	for i := range b.N {
+		id := ledger.ID{Tenant: "default", Tool: "refund", Key: fmt.Sprintf("r-%d", i)}
+		cl, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: "f", Owner: "gone"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "gone", Fence: cl.Record.Fence, ErrorKind: "ambiguous"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		req, err := http.NewRequest("POST", web.URL+console.ReconcilePath, strings.NewReader(fmt.Sprintf(`{"tool":"refund","key":"r-%d","outcome":"succeeded","evidence":"row %d"}`, i, i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+payToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("report %d = %d; want 200", i, resp.StatusCode)
+		}
 	}
 }
