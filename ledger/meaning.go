@@ -28,6 +28,9 @@ func Meaning(r *Record) string {
 		}
 		return "it was refused"
 	case StateRetryable:
+		if r.Reconciled != nil {
+			return "it was found not to have taken effect (" + string(r.Reconciled.Method) + ") and will be sent again under the same key"
+		}
 		return "it never reached the tool and will be sent again under the same key"
 	case StateRejected:
 		if r.ErrorKind == KindApprovalExpired {

@@ -207,4 +207,7 @@ func TestExplainNotRun(t *testing.T) {
 	if strings.Contains(got, "not delivered") {
 		t.Errorf("Explain(RETRYABLE, reconciled not_run) = %q; it was delivered, found not run", got)
 	}
+	if m := ledger.Meaning(&r); !strings.Contains(m, "found not to have taken effect (probe)") {
+		t.Errorf("Meaning(RETRYABLE, reconciled not_run) = %q; want it found not run by the probe", m)
+	}
 }

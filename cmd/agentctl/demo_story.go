@@ -324,7 +324,7 @@ func (d *demo) crash() error {
 	}
 	id := ledger.ID{Tenant: d.a.tenant, Layer: ledger.LayerClient, Tool: payments.ToolCreate, Key: key}
 	if _, err := ledger.Reconcile(d.ctx, d.store, id, ledger.Reconciliation{
-		As: ledger.StateSucceeded, Result: raw, Attempts: 1, Kind: kindReconciled,
+		As: ledger.StateSucceeded, Result: raw, Attempts: 1, Kind: kindReconciled, Method: ledger.MethodResend, By: "demo",
 		Message: "reconciled: re-sent with the same key, the key-aware server answered from its ledger",
 	}); err != nil {
 		return fmt.Errorf("demo step %d: reconcile the ledger: %w", d.step, err)

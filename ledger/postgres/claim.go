@@ -40,7 +40,7 @@ const (
 		attempts = 0, fence = fence + 1, result = NULL, compacted = false, error_kind = '', error_message = '',
 		owner = $9, lease_until = $10, approval = NULL, trace_id = $11, span_id = $12, reuse_policy = $13, tombstone = false,
 		op_token = $14, watched = false, created_at = $15, updated_at = $15, expires_at = $16,
-		reconciled = NULL, findings = NULL, finding_count = 0, reconcile_at = 'epoch'
+		reconciled = NULL, findings = NULL, finding_count = 0, reconcile_at = '1970-01-01 00:00:00+00'
 	WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4
 		AND state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 		AND NOT tombstone AND expires_at <= $15
@@ -56,7 +56,7 @@ const (
 	// operation starts without.
 	claimReclaim = `UPDATE records SET state = $8, owner = $9, lease_until = $10, fence = fence + 1,
 		result = NULL, compacted = false, error_kind = '', error_message = '',
-		reconciled = NULL, reconcile_at = 'epoch',
+		reconciled = NULL, reconcile_at = '1970-01-01 00:00:00+00',
 		findings = CASE state WHEN 'REJECTED' THEN NULL ELSE findings END,
 		finding_count = CASE state WHEN 'REJECTED' THEN 0 ELSE finding_count END,
 		session = CASE state WHEN 'REJECTED' THEN $5 ELSE session END,

@@ -99,7 +99,7 @@ const purgeBatch = `WITH due AS (
 	kept AS (
 		UPDATE records r SET tombstone = true, session = '', arguments = NULL, result = NULL,
 			compacted = false, error_kind = '', error_message = '', approval = NULL,
-			reconciled = NULL, findings = NULL, finding_count = 0, reconcile_at = 'epoch',
+			reconciled = NULL, findings = NULL, finding_count = 0, reconcile_at = '1970-01-01 00:00:00+00',
 			trace_id = '', span_id = '', expires_at = $4::timestamptz + (r.expires_at - r.created_at), updated_at = $4, op_token = $5
 		FROM due
 		WHERE due.keep AND r.tenant = due.tenant AND r.layer = due.layer AND r.tool = due.tool AND r.key = due.key

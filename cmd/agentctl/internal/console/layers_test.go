@@ -353,3 +353,25 @@ func TestEventsLayer(t *testing.T) {
 		t.Errorf("events with layer=client = %v; want only the client's record", got)
 	}
 }
+
+// A person who found that an UNKNOWN call never took effect says so in
+// the console: the record becomes RETRYABLE, reconciled by that person,
+// and its page shows the finding.
+func TestReconcileNotRun(t *testing.T) {
+	r := newRig(t)
+	r.unknown(t, "refund-nr")
+	if page := r.page(t, "/unknown"); !strings.Contains(page, `value="not_run"`) {
+		t.Fatalf("the unknown page offers no not_run answer:\n%s", page)
+	}
+	form := url.Values{"tenant": {"default"}, "tool": {"refund"}, "key": {"refund-nr"}, "as": {"not_run"}, "note": {"no refund at the bank"}}
+	if code, body := r.post(t, "/reconcile", form); code != http.StatusSeeOther {
+		t.Fatalf("POST /reconcile as not_run = %d: %s", code, body)
+	}
+	rec := r.get(t, "", "refund", "refund-nr")
+	if rec.State != ledger.StateRetryable || rec.Reconciled == nil || rec.Reconciled.Method != ledger.MethodPerson || rec.Reconciled.By != "ana" {
+		t.Fatalf("refund-nr = %s, resolution %+v; want RETRYABLE, reconciled by ana", rec.State, rec.Reconciled)
+	}
+	if page := r.page(t, "/record?tool=refund&key=refund-nr"); !strings.Contains(page, "reconcile: not_run by person (ana)") || !strings.Contains(page, "no refund at the bank") {
+		t.Errorf("the record page does not show the finding:\n%s", page)
+	}
+}

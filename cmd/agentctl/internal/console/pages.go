@@ -305,8 +305,10 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		to = ledger.StateSucceeded
 	case "failed":
 		to = ledger.StateFailed
+	case "not_run":
+		to = ledger.StateRetryable
 	default:
-		c.fail(w, r, http.StatusBadRequest, "choose succeeded or failed: what did the check at the server show?")
+		c.fail(w, r, http.StatusBadRequest, "choose succeeded, failed or not run: what did the check at the server show?")
 		return
 	}
 	before := c.unknownNow(r.Context(), id) // for the resolution metrics
