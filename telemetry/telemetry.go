@@ -162,6 +162,7 @@ type Telemetry struct {
 	// side, mcp.server.operation.duration on the server side.
 	operationDuration metric.Float64Histogram
 	executionDuration metric.Float64Histogram
+	resolutions       *Resolutions
 	// unknownGauge is the callback of mcpledger.records.unknown.open (nil
 	// without Options.Unknown); Close unregisters it.
 	unknownGauge metric.Registration
@@ -249,6 +250,7 @@ func New(side ledger.Side, opts *Options) *Telemetry {
 	if err != nil {
 		otel.Handle(err)
 	}
+	t.resolutions = newResolutions(m)
 	if o.Unknown != nil {
 		t.unknownGauge = observeUnknown(m, t.sideKV, o.Unknown)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerReconcileCmd) }
@@ -81,6 +82,7 @@ the note (isError for --as failed).`,
 			if err != nil {
 				return err
 			}
+			telemetry.NewResolutions(nil).Resolved(c.Context(), r, done, ledger.MethodPerson)
 			if a.json {
 				return a.printJSON(done)
 			}

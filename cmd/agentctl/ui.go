@@ -18,7 +18,7 @@ import (
 func init() { register(newUICmd) }
 
 func newUICmd(a *app) *cobra.Command {
-	var listen, policyPath, approversPath string
+	var listen, policyPath, approversPath, reconcilersPath string
 	c := &cobra.Command{
 		Use:   "ui [--listen 127.0.0.1:PORT]",
 		Short: "Open the ledger's local web console: records, approvals, UNKNOWN outcomes, stats",
@@ -40,10 +40,18 @@ recorded under the NAME of the token used, a policy's distinctApprover
 compares it with the requester, and the token reaches only its TENANTs
 (the console's tenant when none are listed). The file must be private
 (chmod 600): it holds everyone's tokens. Each person opens the printed URL
-with ?token=THEIR_TOKEN.`,
+with ?token=THEIR_TOKEN.
+
+--reconcilers FILE lets downstream systems settle UNKNOWN records: each
+line of the private file is "TOKEN NAME [TENANT,...]" as above, and a
+system that knows what became of a call POSTs a JSON report to
+/api/v1/reconcile with "Authorization: Bearer TOKEN". It is recorded
+under the token's NAME, and reaches only the token's tenants. These
+tokens open no page of the console; approvers' tokens send no report.`,
 		Example: `  agentctl ui
   agentctl ui --listen 127.0.0.1:8765 --ledger postgres://ledger@db/ledger
-  agentctl ui --tenant acme --approvers approvers.txt`,
+  agentctl ui --tenant acme --approvers approvers.txt
+  agentctl ui --reconcilers reconcilers.txt`,
 		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			ln, err := listenConsole(listen)
@@ -67,7 +75,12 @@ with ?token=THEIR_TOKEN.`,
 			}
 			opts := console.Options{Store: st, Tenant: a.tenant, Who: a.who(), Policy: policy}
 			if approversPath != "" {
-				if opts.Approvers, err = loadApprovers(approversPath); err != nil {
+				if opts.Approvers, err = approversFile.load(approversPath); err != nil {
+					return err
+				}
+			}
+			if reconcilersPath != "" {
+				if opts.Reconcilers, err = reconcilersFile.load(reconcilersPath); err != nil {
 					return err
 				}
 			}
@@ -75,11 +88,12 @@ with ?token=THEIR_TOKEN.`,
 			if err != nil {
 				return exitf(exitUsage, "%v", err)
 			}
-			return a.serveConsole(c.Context(), con, ln, len(opts.Approvers))
+			return a.serveConsole(c.Context(), con, ln, len(opts.Approvers), len(opts.Reconcilers))
 		}),
 	}
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the loopback `ADDR` to serve on (port 0: any free port)")
 	c.Flags().StringVar(&approversPath, "approvers", "", "the people the console lets in: a private `FILE` of \"TOKEN NAME [TENANT,...]\" lines")
+	c.Flags().StringVar(&reconcilersPath, "reconcilers", "", "the systems that may report outcomes to POST /api/v1/reconcile: a private `FILE` of \"TOKEN NAME [TENANT,...]\" lines")
 	a.policyFlag(c, &policyPath)
 	return c
 }
@@ -104,7 +118,7 @@ func listenConsole(addr string) (net.Listener, error) {
 
 // serveConsole serves until ctx ends (Ctrl-C). The URL goes to stdout, so
 // a script can read it; the rest to stderr.
-func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Listener, approvers int) error {
+func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Listener, approvers, reconcilers int) error {
 	srv := &http.Server{
 		Handler:           con,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -119,6 +133,9 @@ func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Lis
 		a.eprintf("agentctl ui: the console of tenant %s is at the URL above for %d approver(s): each opens it with ?token=THEIR_TOKEN; Ctrl-C stops it\n", a.tenant, approvers)
 	} else {
 		a.eprintf("agentctl ui: the console of tenant %s is at the URL above (it holds the access token; decisions are recorded as %s); Ctrl-C stops it\n", a.tenant, a.who())
+	}
+	if reconcilers > 0 {
+		a.eprintf("agentctl ui: %d reconciler(s) may report outcomes to POST http://%s%s with their bearer token\n", reconcilers, ln.Addr(), console.ReconcilePath)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -135,20 +152,33 @@ func (a *app) serveConsole(ctx context.Context, con *console.Console, ln net.Lis
 	return nil
 }
 
-// loadApprovers reads an approvers file: one "TOKEN NAME [TENANT,...]" a
-// line, '#' comment lines and blank lines skipped. A file other users may
-// read is refused: it holds every approver's token.
-func loadApprovers(path string) ([]console.Approver, error) {
+// tokenFile is a file of named tokens: one "TOKEN NAME [TENANT,...]" a
+// line, '#' comment lines and blank lines skipped. The people of the
+// console (--approvers) and the systems that report outcomes to it
+// (--reconcilers) are each given one.
+type tokenFile struct {
+	flag string // the flag that names it, for messages
+	who  string // what one line names: "approver", "reconciler"
+}
+
+var (
+	approversFile   = tokenFile{flag: "--approvers", who: "approver"}
+	reconcilersFile = tokenFile{flag: "--reconcilers", who: "reconciler"}
+)
+
+// load reads the file at path. A file other users may read is refused:
+// it holds every token.
+func (f tokenFile) load(path string) ([]console.Approver, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, exitf(exitUsage, "--approvers: %v; pass a file of \"TOKEN NAME [TENANT,...]\" lines", err)
+		return nil, exitf(exitUsage, "%s: %v; pass a file of \"TOKEN NAME [TENANT,...]\" lines", f.flag, err)
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return nil, exitf(exitUsage, "--approvers %s has mode %04o: other users could read every approver's token; chmod 600 %s", path, info.Mode().Perm(), path)
+		return nil, exitf(exitUsage, "%s %s has mode %04o: other users could read every %s's token; chmod 600 %s", f.flag, path, info.Mode().Perm(), f.who, path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, exitf(exitUsage, "--approvers: %v", err)
+		return nil, exitf(exitUsage, "%s: %v", f.flag, err)
 	}
 	var out []console.Approver
 	for i, line := range strings.Split(string(b), "\n") {
@@ -156,18 +186,18 @@ func loadApprovers(path string) ([]console.Approver, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.Fields(line)
-		if len(f) < 2 || len(f) > 3 {
-			return nil, exitf(exitUsage, "--approvers %s line %d: want TOKEN NAME [TENANT,...], got %d words", path, i+1, len(f))
+		fs := strings.Fields(line)
+		if len(fs) < 2 || len(fs) > 3 {
+			return nil, exitf(exitUsage, "%s %s line %d: want TOKEN NAME [TENANT,...], got %d words", f.flag, path, i+1, len(fs))
 		}
-		ap := console.Approver{Token: f[0], Name: f[1]}
-		if len(f) == 3 {
-			ap.Tenants = strings.Split(f[2], ",")
+		ap := console.Approver{Token: fs[0], Name: fs[1]}
+		if len(fs) == 3 {
+			ap.Tenants = strings.Split(fs[2], ",")
 		}
 		out = append(out, ap)
 	}
 	if len(out) == 0 {
-		return nil, exitf(exitUsage, "--approvers %s names no approver; add \"TOKEN NAME\" lines", path)
+		return nil, exitf(exitUsage, "%s %s names no %s; add \"TOKEN NAME\" lines", f.flag, path, f.who)
 	}
 	return out, nil
 }

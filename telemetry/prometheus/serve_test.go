@@ -39,6 +39,13 @@ func TestServe(t *testing.T) {
 	_, replay := tel.Start(ctx, "pay")
 	replay.End(ctx, telemetry.Result{Outcome: ledger.OutcomeReplayed, Key: key, State: ledger.StateSucceeded, Duplicate: true})
 
+	// One UNKNOWN record of the proxy that a probe found, 2 s after.
+	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	before := &ledger.Record{ID: ledger.ID{Tenant: "default", Layer: ledger.LayerProxy, Tool: "pay", Key: key}, State: ledger.StateUnknown, UpdatedAt: at}
+	after := *before
+	after.State, after.UpdatedAt = ledger.StateSucceeded, at.Add(2*time.Second)
+	tel.Resolved(ctx, before, &after, ledger.MethodProbe)
+
 	body := scrape(t, prom.URL())
 	const scope = `otel_scope_name="github.com/mcpledger/mcpledger",otel_scope_schema_url="` + telemetry.SchemaURL + `",otel_scope_version=""`
 	for _, want := range []string{
@@ -52,6 +59,10 @@ func TestServe(t *testing.T) {
 		`# TYPE mcp_client_operation_duration_seconds histogram`,
 		`mcp_client_operation_duration_seconds_count{gen_ai_operation_name="execute_tool",gen_ai_tool_name="pay",mcp_method_name="tools/call",mcpledger_outcome="succeeded",` + scope + `} 1`,
 		`mcpledger_execution_duration_seconds_count{gen_ai_tool_name="pay",mcpledger_outcome="succeeded",mcpledger_side="client",` + scope + `} 1`,
+		`# TYPE mcpledger_unknown_resolved_total counter`,
+		`mcpledger_unknown_resolved_total{gen_ai_tool_name="pay",mcpledger_resolution_method="probe",mcpledger_side="client",mcpledger_state="SUCCEEDED",` + scope + `} 1`,
+		`# TYPE mcpledger_unknown_resolution_duration_seconds histogram`,
+		`mcpledger_unknown_resolution_duration_seconds_sum{gen_ai_tool_name="pay",mcpledger_resolution_method="probe",mcpledger_side="client",mcpledger_state="SUCCEEDED",` + scope + `} 2`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %s\n--- scrape:\n%s", want, body)

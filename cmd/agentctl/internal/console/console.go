@@ -37,8 +37,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 //go:embed web
@@ -63,6 +66,13 @@ type Options struct {
 	// Approvers, when set, are the people the console lets in, each with
 	// a token of their own (Token and Who are then unused).
 	Approvers []Approver
+	// Reconcilers are the systems that may report outcomes to
+	// POST /api/v1/reconcile (reconcile_api.go), each with a token of its
+	// own; none when empty.
+	Reconcilers []Reconciler
+	// MeterProvider receives the resolution metrics
+	// (otel.GetMeterProvider() when nil).
+	MeterProvider metric.MeterProvider
 	// Poll is how often live updates look for new records (1s when zero).
 	Poll time.Duration
 	// Now is the clock (time.Now when nil).
@@ -96,6 +106,10 @@ type Console struct {
 	csrf      string
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
+
+	// reconcilers are Options.Reconcilers, checked (see reconcile_api.go).
+	reconcilers []Reconciler
+	resolutions *telemetry.Resolutions
 }
 
 type approverKey struct{}
@@ -136,10 +150,15 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	reconcilers, err := checkReconcilers(opts, approvers)
+	if err != nil {
+		return nil, err
+	}
 	// A person reads records as they stand now: an approval whose expiry
 	// passed is REJECTED on every page, and cannot be approved.
 	opts.Store = ledger.AsReadStore(opts.Store, opts.Now)
-	c := &Console{opts: opts, approvers: approvers, shared: len(opts.Approvers) > 0, csrf: randomToken(), mux: http.NewServeMux()}
+	c := &Console{opts: opts, approvers: approvers, reconcilers: reconcilers, resolutions: telemetry.NewResolutions(opts.MeterProvider),
+		shared: len(opts.Approvers) > 0, csrf: randomToken(), mux: http.NewServeMux()}
 	if err := c.parse(); err != nil {
 		return nil, err
 	}
@@ -179,9 +198,12 @@ func (c *Console) parse() error {
 			return formView{CSRF: csrf, R: r, Back: back}
 		},
 	}
+	for name, f := range c.reconcileFuncs() {
+		funcs[name] = f
+	}
 	c.pages = map[string]*template.Template{}
 	for _, page := range []string{"records", "record", "approvals", "unknown", "stats", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/layout.html", "web/"+page+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/layout.html", "web/reconcile.html", "web/"+page+".html")
 		if err != nil {
 			return fmt.Errorf("console: template %s: %w", page, err)
 		}
@@ -203,24 +225,34 @@ func checkApprovers(opts Options) ([]Approver, error) {
 	if len(opts.Approvers) == 0 {
 		return []Approver{{Token: opts.Token, Name: opts.Who, Tenants: []string{opts.Tenant}}}, nil
 	}
+	return checkTokens("approver", opts.Approvers, opts.Tenant, nil)
+}
+
+// checkTokens checks the named tokens of list (of what: "approver",
+// "reconciler"): each with a token long enough, its own, and none of
+// taken's; a name; and valid tenants (tenant when none are listed).
+func checkTokens(what string, list []Approver, tenant string, taken []Approver) ([]Approver, error) {
 	seen := map[string]bool{}
-	out := make([]Approver, 0, len(opts.Approvers))
-	for i, a := range opts.Approvers {
+	for _, a := range taken {
+		seen[a.Token] = true
+	}
+	out := make([]Approver, 0, len(list))
+	for i, a := range list {
 		switch {
 		case len(a.Token) < minToken:
-			return nil, fmt.Errorf("console: approver %d (%s): a token of %d characters is too easy to guess; give each approver a random token of at least %d", i+1, a.Name, len(a.Token), minToken)
+			return nil, fmt.Errorf("console: %s %d (%s): a token of %d characters is too easy to guess; give each %s a random token of at least %d", what, i+1, a.Name, len(a.Token), what, minToken)
 		case strings.TrimSpace(a.Name) == "":
-			return nil, fmt.Errorf("console: approver %d has no name; decisions are recorded under it", i+1)
+			return nil, fmt.Errorf("console: %s %d has no name; what it decides is recorded under it", what, i+1)
 		case seen[a.Token]:
-			return nil, fmt.Errorf("console: approver %d (%s) has the token of another approver; give each their own", i+1, a.Name)
+			return nil, fmt.Errorf("console: %s %d (%s) has a token already given (to another %s or an approver); give each their own", what, i+1, a.Name, what)
 		}
 		seen[a.Token] = true
 		if len(a.Tenants) == 0 {
-			a.Tenants = []string{opts.Tenant}
+			a.Tenants = []string{tenant}
 		}
 		for _, t := range a.Tenants {
 			if err := ledger.ValidateTenant(t); err != nil {
-				return nil, fmt.Errorf("console: approver %d (%s): tenant %q: %w", i+1, a.Name, t, err)
+				return nil, fmt.Errorf("console: %s %d (%s): tenant %q: %w", what, i+1, a.Name, t, err)
 			}
 		}
 		out = append(out, a)
@@ -248,6 +280,12 @@ func (c *Console) URL(addr net.Addr) string {
 // ServeHTTP checks the request's host, token and, for writes, its origin
 // and CSRF token, then serves it.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ReconcilePath {
+		// A system's report, with a bearer token of its own: no cookie,
+		// no form, no page (reconcile_api.go).
+		c.reconcileAPI(w, r)
+		return
+	}
 	if !loopbackHost(r.Host) {
 		// A page elsewhere that resolves its own name to 127.0.0.1 (DNS
 		// rebinding) reaches the console under that name: refuse it.
@@ -306,13 +344,16 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-// approverOf is the approver whose token tok is, or nil. Every token is
-// compared, in constant time, so the time taken tells nothing of which.
-func (c *Console) approverOf(tok string) *Approver {
+// approverOf is the approver whose token tok is, or nil.
+func (c *Console) approverOf(tok string) *Approver { return tokenOwner(c.approvers, tok) }
+
+// tokenOwner is the entry of list whose token tok is, or nil. Every token
+// is compared, in constant time, so the time taken tells nothing of which.
+func tokenOwner(list []Approver, tok string) *Approver {
 	var found *Approver
-	for i := range c.approvers {
-		if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(c.approvers[i].Token)) == 1 {
-			found = &c.approvers[i]
+	for i := range list {
+		if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(list[i].Token)) == 1 {
+			found = &list[i]
 		}
 	}
 	return found

@@ -326,7 +326,8 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "choose succeeded, failed or not run: what did the check at the server show?")
 		return
 	}
-	_, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
+	before := c.unknownNow(r.Context(), id) // for the resolution metrics
+	after, err := client.Reconcile(r.Context(), c.opts.Store, id, client.Reconciliation{As: to, By: approver(r).Name, Note: strings.TrimSpace(r.PostFormValue("note")), At: c.opts.Now()})
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		c.notFound(w, r, id)
@@ -338,6 +339,7 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadGateway, "cannot record the reconciliation: %v; check that the ledger is reachable and submit again", err)
 		return
 	}
+	c.resolutions.Resolved(r.Context(), before, after, ledger.MethodPerson)
 	http.Redirect(w, r, back(r, "/unknown"), http.StatusSeeOther)
 }
 
