@@ -56,7 +56,7 @@ func (c *Caller[P, R]) run(ctx context.Context, op *operation[P], rec *ledger.Re
 		c.log.Error("record call outcome", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "on", rep.On, "err", err)
 		telemetry.CallFrom(ctx).EnteredUnknown(ctx, "ledger_write_failed")
 		return nil, c.fail(op, unknownNow(rec, "ledger_write_failed"), fmt.Errorf(
-			"%w: the request was sent and the ledger could not record what came back (%w); check at the server, then reconcile the key (agentctl ledger reconcile %s --as succeeded|failed)",
+			"%w: the request was sent and the ledger could not record what came back (%w); check at the server, then reconcile the key (agentctl ledger reconcile %s --as succeeded|failed|not_run)",
 			ErrOutcomeUnknown, err, op.id.Key))
 	}
 	if err != nil {

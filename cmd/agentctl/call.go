@@ -388,7 +388,7 @@ func (a *app) toolError(tool string, out *client.Outcome) *exitError {
 	case reasonAwaitingApproval:
 		e.err = fmt.Errorf("%s awaits approval at the proxy (key %s); approve it there, then run the same command again", tool, key)
 	case reasonOutcomeUnknown:
-		e.err = fmt.Errorf("the outcome of %s (key %s) is unknown at the proxy: check at the server, then reconcile it in the proxy's ledger (agentctl ledger reconcile %s --as succeeded|failed)", tool, key, key)
+		e.err = fmt.Errorf("the outcome of %s (key %s) is unknown at the proxy: check at the server, then reconcile it in the proxy's ledger (agentctl ledger reconcile %s --as succeeded|failed|not_run)", tool, key, key)
 	case reasonInProgress:
 		e.err = fmt.Errorf("%s (key %s) is still in progress behind the proxy; run the same command again later to get its result", tool, key)
 	default:
@@ -453,7 +453,7 @@ func (a *app) callError(ctx, runCtx context.Context, tool string, f *callFlags, 
 		e.err = fmt.Errorf("the server refused the arguments of %s%s before it ran: %s; nothing ran; correct the arguments (see agentctl tools) and call again, the same --key may be used", tool, keyText, ledger.OneLine(rejection(err), 300))
 	case reasonOutcomeUnknown:
 		if errors.Is(err, context.Canceled) {
-			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, orDash(key))
+			e.err = fmt.Errorf("%s%s was interrupted and may have run: check at the server, then settle it with agentctl ledger reconcile %s --as succeeded|failed|not_run", tool, keyText, orDash(key))
 			break
 		}
 		e.err = unknownError(tool, key, err)
@@ -570,7 +570,7 @@ func unknownError(tool, key string, err error) error {
 	if key != "" {
 		keyText = " (key " + key + ")"
 	}
-	return fmt.Errorf("the outcome of %s%s is unknown%s: it may have run; run the same command again (a key-aware server answers with what happened, and runs it only if it did not), or check at the server, then run agentctl ledger reconcile %s --as succeeded|failed", tool, keyText, why, orDash(key))
+	return fmt.Errorf("the outcome of %s%s is unknown%s: it may have run; run the same command again (a key-aware server answers with what happened, and runs it only if it did not), or check at the server, then run agentctl ledger reconcile %s --as succeeded|failed|not_run", tool, keyText, why, orDash(key))
 }
 
 // rejection is the server's own words for a refused request.
