@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -126,7 +127,7 @@ func badArguments(p *mcp.CallToolParams) bool {
 // name given twice), or two different keys. The wrapper's caller finds
 // the code with errors.As; the middleware and the proxy answer with it.
 func malformed(err error) error {
-	if !errors.Is(err, ledger.ErrInvalidArguments) && !errors.Is(err, wire.ErrKeysDiffer) {
+	if !caller.Malformed(err) {
 		return err
 	}
 	return &paramsError{err: err, rpc: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}}

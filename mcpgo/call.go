@@ -31,8 +31,21 @@ func (c *Client) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // caller's one orchestration, as package client does for go-sdk: the same
 // keys, policy, queue, retries, states and answers.
 func (c *Client) Call(ctx context.Context, req mcp.CallToolRequest) (*Outcome, error) {
-	return c.c.Call(ctx, caller.Request[mcp.CallToolRequest]{Tool: req.Params.Name, Arguments: req.Params.Arguments, Params: req})
+	o, err := c.c.Call(ctx, caller.Request[mcp.CallToolRequest]{Tool: req.Params.Name, Arguments: req.Params.Arguments, Params: req})
+	if caller.Malformed(err) {
+		// As mcp-go's client reports a server's -32602: errors.Is(err,
+		// mcp.ErrInvalidParams) holds, and so does the ledger's reason.
+		return nil, &invalidParams{err: err}
+	}
+	return o, err
 }
+
+// invalidParams is a call refused for its params before anything was
+// recorded or sent (caller.Malformed).
+type invalidParams struct{ err error }
+
+func (e *invalidParams) Error() string   { return e.err.Error() }
+func (e *invalidParams) Unwrap() []error { return []error{mcp.ErrInvalidParams, e.err} }
 
 // ReplayResult decodes a finished record's result, as mcp-go's client would
 // have, with the replay marker added to its _meta.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -60,6 +61,49 @@ func TestGuardRefusesDuplicateNames(t *testing.T) {
 			page, err := store.List(ctx, ledger.Filter{Tenant: "default"})
 			if err != nil || len(page.Records) > 0 {
 				t.Errorf("records = %v, %v; want none", page, err)
+			}
+		})
+	}
+}
+
+// The mcp-go client refuses malformed params as mcp-go reports a server's
+// -32602 (errors.Is(err, mcp.ErrInvalidParams)), before anything is
+// stored or sent: a member name given twice, the key's among them.
+func TestClientRefusesMalformedParams(t *testing.T) {
+	u := newUpstream(t, "gosdk", "http", true)
+	store := openStore(t, "client.db")
+	a := newMCPGoAgent(t, u, store, "")
+	for _, tc := range []struct {
+		name, key, args string
+		mention         []string
+	}{
+		{"a name twice", "", `{"item":"a","qty":1,"qty":5000}`, []string{`"qty"`}},
+		{"a name twice, keyed", "k-1", `{"item":"a","qty":1,"qty":5000}`, []string{`"qty"`}},
+		{"the key twice", "k-1", `{"item":"a","qty":1,"idempotency_key":"k-1","idempotency_key":"k-2"}`, []string{`"idempotency_key"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			if tc.key != "" {
+				ctx = keyed(ctx, tc.key)
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name = orders.Tool
+			req.Params.Arguments = json.RawMessage(tc.args)
+			_, err := a.c.CallTool(ctx, req)
+			if !errors.Is(err, mcp.ErrInvalidParams) {
+				t.Fatalf("CallTool(%s) = %v; want mcp.ErrInvalidParams", tc.args, err)
+			}
+			for _, w := range tc.mention {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+			page, err := store.List(ctx, ledger.Filter{Tenant: "default"})
+			if err != nil || len(page.Records) > 0 {
+				t.Errorf("records = %v, %v; want none", page.Records, err)
+			}
+			if n := u.runs(); n != 0 {
+				t.Errorf("create_order ran %d times; want 0", n)
 			}
 		})
 	}
