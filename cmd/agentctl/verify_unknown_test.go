@@ -51,3 +51,34 @@ func TestVerifyUnknownResolves(t *testing.T) {
 		})
 	}
 }
+
+// Over HTTP verify cannot kill the server: it cancels the call once the
+// payment exists, and the handler ends UNKNOWN with its context.
+func TestVerifyUnknownResolvesHTTP(t *testing.T) {
+	for _, c := range []struct {
+		name, fault string
+		pass        bool
+	}{
+		{"reconciler", "handler-committed=sleep:5s", true},
+		{"missing", "handler-committed=sleep:5s,reconciler=missing", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newE2E(t)
+			url := e.startPaymentsHTTP("-fault", c.fault)
+			o := e.run(nil, append(e.verifyArgs("--url", url), "--only", "G12")...)
+			r := jsonLines[verify.Result](t, o.stdout)[0]
+			t.Logf("G12 %s: %s; %s", r.Status, r.Figure, r.Reason)
+			if c.pass {
+				o.wantExit(t, exitOK)
+				if r.Status != verify.Pass || !strings.Contains(r.Figure, "call cancelled after the effect: resolved by reconciler") {
+					t.Errorf("G12 = %+v; want pass, resolved by the reconciler after a cancelled call", r)
+				}
+				return
+			}
+			o.wantExit(t, exitFailed, "G12 unknown resolves")
+			if r.Status != verify.Fail || !strings.Contains(r.Reason, "register a reconciler for create_payment") {
+				t.Errorf("G12 = %+v; want fail naming the remedy", r)
+			}
+		})
+	}
+}
