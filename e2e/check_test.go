@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,16 @@ type counts struct {
 	keys       int
 	payments   int
 	duplicates int
+	// auto counts the findings that settled an UNKNOWN record without a
+	// person, over the three ledgers, by method (see autoResolved);
+	// resolveTimes are how long after the killed process came back each
+	// one was recorded.
+	auto         map[ledger.Method]int
+	resolveTimes []time.Duration
+	// serverUnknown counts the server's UNKNOWN records left for a person
+	// ("payments -reconcile KEY"): create_payment has a reconciler, so the
+	// goal is 0.
+	serverUnknown int
 }
 
 func (c *counts) add(f func(c *counts)) {
@@ -49,9 +60,60 @@ func (c *counts) add(f func(c *counts)) {
 func (c *counts) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return fmt.Sprintf("iterations=%d kills: agent=%d proxy=%d payments=%d (at fault hooks %d, missed %d) keys=%d payments=%d unresolved=%d UNKNOWN=%d reconciled=%d stale-agent=%d duplicates=%d",
+	return fmt.Sprintf("iterations=%d kills: agent=%d proxy=%d payments=%d (at fault hooks %d, missed %d) keys=%d payments=%d unresolved=%d UNKNOWN=%d reconciled=%d stale-agent=%d duplicates=%d %s",
 		c.iterations, c.kills[victimAgent], c.kills[victimProxy], c.kills[victimPayments], c.faultKills, c.missed,
-		c.keys, c.payments, c.unresolved, c.unknown, c.reconciled, c.staleAgent, c.duplicates)
+		c.keys, c.payments, c.unresolved, c.unknown, c.reconciled, c.staleAgent, c.duplicates, c.resolution())
+}
+
+// resolution is the figures of automatic reconciliation: the UNKNOWN
+// records settled without a person, by method, the median and the
+// longest time from the killed process's return to the settling finding,
+// and the server's UNKNOWN records left for a person.
+func (c *counts) resolution() string {
+	var b strings.Builder
+	total := 0
+	for _, m := range ledger.Methods {
+		if m != ledger.MethodPerson {
+			total += c.auto[m]
+		}
+	}
+	fmt.Fprintf(&b, "auto-resolved=%d (", total)
+	for i, m := range ledger.Methods {
+		if m == ledger.MethodPerson {
+			continue
+		}
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s=%d", m, c.auto[m])
+	}
+	b.WriteString(")")
+	if len(c.resolveTimes) > 0 {
+		d := slices.Clone(c.resolveTimes)
+		slices.Sort(d)
+		fmt.Fprintf(&b, " resolve-after-restart median=%v max=%v", d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, " server-UNKNOWN-left-for-a-person=%d", c.serverUnknown)
+	return b.String()
+}
+
+// autoResolved adds to c the findings of v's records that settled an
+// UNKNOWN record without a person (found, failed or not run, by any
+// method but a person's), timed from back, when the killed process came
+// back (a finding before it counts as 0).
+func (c *counts) autoResolved(v *view, back time.Time) {
+	for _, r := range v.records() {
+		for _, f := range r.Findings {
+			if f.Method == ledger.MethodPerson || f.Verdict == ledger.VerdictUnknown {
+				continue
+			}
+			if c.auto == nil {
+				c.auto = map[ledger.Method]int{}
+			}
+			c.auto[f.Method]++
+			c.resolveTimes = append(c.resolveTimes, max(f.At.Sub(back), 0))
+		}
+	}
 }
 
 // view is everything the suite knows about one key after an iteration.

@@ -40,10 +40,16 @@ func (w *world) iterate(p plan) bool {
 		w.startPayments(p.Fault + "=kill")
 	}
 	agent := w.startAgent(p, journalPath, p.Keys)
+	w.back = time.Time{}
 	killed := w.kill(p, agent)
 	if err := agent.wait(t, 2*time.Minute); err != nil && !(p.Victim == victimAgent && agent.killedBySignal()) {
 		t.Errorf("%v: agent: %v\n%s", p, err, agent.log)
 		return false
+	}
+	back := w.back
+	if p.Victim == victimAgent || back.IsZero() {
+		// A killed agent comes back with the rerun below.
+		back = time.Now()
 	}
 	// Restart what died. An HTTP payments server or proxy the suite
 	// runs was restarted at once by kill; stdio children are restarted
@@ -65,6 +71,10 @@ func (w *world) iterate(p plan) bool {
 	}
 	ok := w.verify(p, check(views, false))
 	before := summarize(views)
+	var auto counts
+	for _, v := range views {
+		auto.autoResolved(v, back)
+	}
 	if testing.Verbose() {
 		for _, v := range views {
 			if v.issued && unresolved(v) {
@@ -130,6 +140,14 @@ func (w *world) iterate(p plan) bool {
 		c.unresolved += before.unresolved
 		c.staleAgent += after.stale
 		c.duplicates = len(dups)
+		c.serverUnknown += before.serverUnknown
+		for m, n := range auto.auto {
+			if c.auto == nil {
+				c.auto = map[ledger.Method]int{}
+			}
+			c.auto[m] += n
+		}
+		c.resolveTimes = append(c.resolveTimes, auto.resolveTimes...)
 	}
 	w.counts.add(tally)
 	w.modes[b2i(p.WriteBehind)].add(tally)
@@ -146,6 +164,8 @@ type tally struct {
 	unresolved int // issued keys whose outcome the agent does not know
 	paid       int // payments made
 	stale      int // see maskedUnknown
+	// serverUnknown: the server's UNKNOWN records (left for a person)
+	serverUnknown int
 }
 
 func summarize(views map[string]*view) tally {
@@ -158,6 +178,9 @@ func summarize(views map[string]*view) tally {
 		}
 		if v.issued && unresolved(v) {
 			s.unresolved++
+		}
+		if v.server != nil && v.server.State == ledger.StateUnknown {
+			s.serverUnknown++
 		}
 		if maskedUnknown(v) {
 			s.stale++
@@ -193,6 +216,7 @@ func (w *world) kill(p plan, agent *proc) bool {
 		if !w.payHTTP.killedBySignal() {
 			t.Errorf("%v: payments ended with %v; want SIGKILL", p, w.payHTTP.cmd.ProcessState)
 		}
+		w.back = time.Now()
 		w.startPayments("")
 		return true
 	}
@@ -221,6 +245,7 @@ func (w *world) kill(p plan, agent *proc) bool {
 			px := w.proxyFor(p)
 			px.kill()
 			w.reap(p, 0)
+			w.back = time.Now()
 			w.startProxy(p)
 			return true
 		}
@@ -228,11 +253,13 @@ func (w *world) kill(p plan, agent *proc) bool {
 		if !killPID(pid) {
 			return false
 		}
+		w.back = time.Now()
 		w.reap(p, pid)
 		return true
 	default:
 		if p.UpstreamHTTP {
 			w.payHTTP.kill()
+			w.back = time.Now()
 			w.startPayments("")
 			return true
 		}
@@ -240,7 +267,9 @@ func (w *world) kill(p plan, agent *proc) bool {
 		if p.AgentHTTP {
 			root = w.proxyFor(p).pid()
 		}
-		return killPID(descendant(root, w.bin.payments))
+		ok := killPID(descendant(root, w.bin.payments))
+		w.back = time.Now()
+		return ok
 	}
 }
 

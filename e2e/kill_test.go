@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 )
 
@@ -166,4 +167,12 @@ func (c *counts) merge(o *counts) {
 	c.keys += o.keys
 	c.payments += o.payments
 	c.duplicates += o.duplicates
+	for m, n := range o.auto {
+		if c.auto == nil {
+			c.auto = map[ledger.Method]int{}
+		}
+		c.auto[m] += n
+	}
+	c.resolveTimes = append(c.resolveTimes, o.resolveTimes...)
+	c.serverUnknown += o.serverUnknown
 }

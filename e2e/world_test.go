@@ -60,6 +60,11 @@ type world struct {
 	proxyPorts [2][2]int
 	proxies    [2][2]*proc
 
+	// back is when the victim of the current iteration came back: the
+	// restart of a server or proxy the suite runs began, or (a stdio
+	// child, which its parent restarts on its next call) it was killed.
+	back time.Time
+
 	counts *counts
 	// modes are the figures of the durable iterations ([0]) and the
 	// write-behind ones ([1]); counts has them all.

@@ -208,6 +208,29 @@ func (w *world) records(t *testing.T, tool string) []*ledger.Record {
 	return page.Records
 }
 
+// serverRecord is the payments server's own create_payment record of key
+// (the client's wire key), from its ledger beside its database.
+func (w *world) serverRecord(t *testing.T, key string) *ledger.Record {
+	t.Helper()
+	path := strings.TrimSuffix(w.payments, ".db") + ".ledger.db"
+	st, err := sqlite.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	page, err := st.List(context.Background(), ledger.Filter{Tenant: "default", Layer: ledger.LayerServer, Tool: "create_payment", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range page.Records {
+		if strings.HasSuffix(r.Key, key) {
+			return r
+		}
+	}
+	t.Fatalf("the payments server holds no create_payment record of key %s (%d records)", key, len(page.Records))
+	return nil
+}
+
 // config runs the agent in this process against api.
 func (w *world) config(api *scriptedAPI, server []string) Config {
 	return Config{

@@ -12,7 +12,8 @@
 // PAYMENTS_FAULT (or -fault) arms crash hooks for tests: for example
 // "handler=hang" blocks create_payment before its commit, and
 // "deliver-applied=kill" SIGKILLs the process after the downstream applied
-// an event.
+// an event; "reconciler=missing" or "reconciler=lie" takes create_payment's
+// reconciler away or makes it lie (what agentctl verify's G12 must catch).
 package main
 
 import (

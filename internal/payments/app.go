@@ -149,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Logger:         cfg.Logger,
 		// An UNKNOWN payment is looked up in the payments table, when the
 		// next call with its key meets it and in the sweep.
-		Reconcilers: map[string]server.Reconciler{ToolCreate: a.findPayment},
+		Reconcilers: a.reconcilers(),
 	})
 	a.disp = &outbox.Dispatcher{
 		DB:         a.db,

@@ -20,6 +20,18 @@ const (
 	// FaultDeliverApplied: in the dispatcher, after the downstream
 	// committed an event, before the outbox marks it delivered.
 	FaultDeliverApplied = "deliver-applied"
+	// FaultReconciler breaks create_payment's reconciler, to show what
+	// checks catch it: "missing" registers none (an UNKNOWN payment waits
+	// for a person), "lie" answers the opposite of the payments table
+	// (not_run when the payment exists, found with a made-up payment when
+	// it does not).
+	FaultReconciler = "reconciler"
+)
+
+// The actions of FaultReconciler.
+const (
+	ReconcilerMissing = "missing"
+	ReconcilerLie     = "lie"
 )
 
 // FaultEnv is the environment variable the example's main reads Faults
@@ -36,6 +48,8 @@ const FaultEnv = "PAYMENTS_FAULT"
 //	stall:DUR  print the reached line, wait DUR whatever the request's
 //	           context says (a server that ignores cancellation), then go on
 //	error      fail at that point with an error
+//
+// The reconciler point takes "missing" or "lie" instead (FaultReconciler).
 type Faults map[string]string
 
 // ParseFaults parses the FaultEnv syntax. The empty string is no faults.
@@ -52,6 +66,12 @@ func ParseFaults(s string) (Faults, error) {
 		}
 		switch point {
 		case FaultHandler, FaultHandlerCommitted, FaultDeliverApplied:
+		case FaultReconciler:
+			if action != ReconcilerMissing && action != ReconcilerLie {
+				return nil, fmt.Errorf("payments: fault %q: want reconciler=missing or reconciler=lie", part)
+			}
+			f[point] = action
+			continue
 		default:
 			return nil, fmt.Errorf("payments: unknown fault point %q", point)
 		}

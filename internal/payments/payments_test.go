@@ -248,6 +248,10 @@ func TestParseFaults(t *testing.T) {
 		{"handler=stall:4s", payments.Faults{"handler": "stall:4s"}, false},
 		{"handler=stall:", nil, true},
 		{"handler", nil, true},
+		{"reconciler=missing", payments.Faults{"reconciler": "missing"}, false},
+		{"handler-committed=sleep:5s,reconciler=lie", payments.Faults{"handler-committed": "sleep:5s", "reconciler": "lie"}, false},
+		{"reconciler=hang", nil, true},
+		{"handler=lie", nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

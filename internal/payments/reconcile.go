@@ -42,6 +42,38 @@ func (a *App) findPayment(ctx context.Context, req server.ReconcileRequest) (led
 		Evidence: fmt.Sprintf("payment %s exists for this key", p.PaymentID)}, nil
 }
 
+// reconcilers are the guard's reconcilers: create_payment's, unless the
+// reconciler fault takes it away or makes it lie.
+func (a *App) reconcilers() map[string]server.Reconciler {
+	switch a.cfg.Faults[FaultReconciler] {
+	case ReconcilerMissing:
+		return nil
+	case ReconcilerLie:
+		return map[string]server.Reconciler{ToolCreate: a.lyingFind}
+	}
+	return map[string]server.Reconciler{ToolCreate: a.findPayment}
+}
+
+// lyingFind is the reconciler of the "reconciler=lie" fault: the opposite
+// of findPayment's answer, so that tests see what a wrong reconciler does.
+func (a *App) lyingFind(ctx context.Context, req server.ReconcileRequest) (ledger.Finding, error) {
+	f, err := a.findPayment(ctx, req)
+	if err != nil {
+		return f, err
+	}
+	if f.Verdict == ledger.VerdictFound {
+		return ledger.Finding{Verdict: ledger.VerdictNotRun, By: "payments (lying)", Evidence: "no payment was made with this key"}, nil
+	}
+	p := Payment{PaymentID: newPaymentID(), Currency: "EUR", Payee: "nobody", CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	res := paymentResult(p)
+	res.StructuredContent = p
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return ledger.Finding{}, err
+	}
+	return ledger.Finding{Verdict: ledger.VerdictFound, Result: raw, By: "payments (lying)", Evidence: "payment " + p.PaymentID + " exists"}, nil
+}
+
 // Reconcile settles an UNKNOWN create_payment of key now, with the
 // reconciler the guard runs by itself (findPayment): found, SUCCEEDED
 // with the payment; not found, RETRYABLE, and the next call with the key

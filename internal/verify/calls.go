@@ -28,6 +28,7 @@ var all = []guarantee{
 	{"G9", "secrets redacted", "an argument holds a secret", secretsRedacted},
 	{"G10", "retention", "records outlive their retention, then a reuse follows the policy (reexecute, verify)", retention},
 	{"G11", "capability", "what the server advertises against what it does with keys", capability},
+	{"G12", "unknown resolves", "a call is cut off after its effect (UNKNOWN), then its key is re-sent", unknownResolves},
 }
 
 // counted is the figure's note of how executions were counted.
