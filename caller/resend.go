@@ -35,7 +35,30 @@ func (c *Caller[P, R]) resend(ctx context.Context, op *operation[P], rec *ledger
 		return nil, fmt.Errorf("client: reconcile %s: %w", rec.Tool, err)
 	}
 	c.log.Info("re-sending an UNKNOWN call to a key-aware server", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key))
-	return c.run(ctx, op, again)
+	o, err := c.run(ctx, op, again)
+	c.resentResolved(ctx, rec, o, err)
+	return o, err
+}
+
+// resentResolved reports to telemetry that the re-send of rec, an UNKNOWN
+// record, resolved it, when it did: the server answered (o), or the call
+// ended in a state other than UNKNOWN and PROCESSING, as the record now
+// says.
+func (c *Caller[P, R]) resentResolved(ctx context.Context, rec *ledger.Record, o *Outcome[R], err error) {
+	if o != nil {
+		c.tel.Resolved(ctx, rec, o.Record, ledger.MethodResend)
+		return
+	}
+	st, ok := StateOf(err)
+	if !ok || st == ledger.StateUnknown || st == ledger.StateProcessing {
+		return
+	}
+	after, gerr := c.store.Get(ctx, rec.ID)
+	if gerr != nil {
+		c.log.Debug("reading the re-sent record for telemetry", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "err", gerr)
+		return
+	}
+	c.tel.Resolved(ctx, rec, after, ledger.MethodResend)
 }
 
 // Resendable reports whether an UNKNOWN record may be reconciled by
