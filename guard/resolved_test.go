@@ -101,3 +101,37 @@ func TestReconcilerResolutionsAreCounted(t *testing.T) {
 		t.Errorf("resolved{reconciler} after the sweep = %d; want 2", got)
 	}
 }
+
+// The sweep lists only the tools with a reconciler: UNKNOWN records of
+// other tools, due before them and more than one sweep lists, never
+// starve them.
+func TestSweepIsNotStarvedByToolsWithoutReconciler(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var asked atomic.Int64
+	g := guard.New(st, &guard.Options{Logger: slog.New(slog.DiscardHandler), SweepLimit: 2,
+		Reconcilers: map[string]guard.Reconciler{"pay": func(context.Context, guard.ReconcileRequest) (ledger.Finding, error) {
+			asked.Add(1)
+			return ledger.Finding{Verdict: ledger.VerdictNotRun, Evidence: "no payment, transaction rolled back"}, nil
+		}}})
+	t.Cleanup(func() {
+		if err := g.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	lost := func(context.Context) guard.End { return guard.End{Err: errors.New("commit lost")} }
+	for _, c := range []struct{ tool, key string }{{"mail", "m1"}, {"mail", "m2"}, {"mail", "m3"}, {"pay", "p1"}} {
+		g.Call(ctx, &guard.Request{Tool: c.tool, Meta: map[string]any{wire.MetaKey: c.key}, Arguments: json.RawMessage(`{}`)}, lost)
+	}
+	if n := g.ReconcileDue(ctx); n != 1 || asked.Load() != 1 {
+		t.Fatalf("ReconcileDue = %d settled, reconciler asked %d times; want 1 and 1", n, asked.Load())
+	}
+	rec, err := st.Get(ctx, ledger.ID{Tenant: guard.DefaultTenant, Layer: ledger.LayerServer, Tool: "pay", Key: "p1"})
+	if err != nil || rec.State != ledger.StateRetryable {
+		t.Errorf("pay p1 = %v, %v; want RETRYABLE", rec, err)
+	}
+}
