@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -95,5 +96,48 @@ func TestResendResolutionIsCounted(t *testing.T) {
 	}
 	if got := resolvedBy(t, reader, ledger.MethodProbe); got != 0 {
 		t.Errorf("resolved{probe} = %d; want 0", got)
+	}
+}
+
+// Resend settles an UNKNOWN record without a call, as a background sweep
+// does, at a key-aware server: its first answer, or one execution; a
+// server that does not honour keys gets nothing (ErrNoResend).
+func TestResendWithoutACall(t *testing.T) {
+	ctx := context.Background()
+	unknown := func(f *fixture, key string) *ledger.Record {
+		t.Helper()
+		args := []byte(`{"id":"a","amount":1}`)
+		fp, err := ledger.Fingerprint(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: key}
+		cl, err := f.store.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "crashed-process", Lease: time.Minute})
+		if err != nil {
+			t.Fatalf("Claim = %v", err)
+		}
+		rec, err := f.store.Transition(ctx, ledger.Transition{ID: id, From: ledger.StateProcessing, To: ledger.StateUnknown,
+			Owner: "crashed-process", Fence: cl.Record.Fence, ErrorKind: "ambiguous"})
+		if err != nil {
+			t.Fatalf("Transition to UNKNOWN = %v", err)
+		}
+		return rec
+	}
+	f := newFixture(t, &mcptest.Options{Idempotent: true}, nil)
+	rec := unknown(f, "bg-resend")
+	after, err := f.c.Resend(ctx, rec)
+	if err != nil || after.State != ledger.StateSucceeded {
+		t.Fatalf("Resend = %v, %v; want SUCCEEDED", after, err)
+	}
+	if got := f.srv.Executions("bg-resend"); got != 1 {
+		t.Errorf("Executions = %d; want 1", got)
+	}
+	plain := newFixture(t, nil, nil)
+	rec = unknown(plain, "bg-plain")
+	if _, err := plain.c.Resend(ctx, rec); !errors.Is(err, client.ErrNoResend) {
+		t.Errorf("Resend to a server that ignores keys = %v; want ErrNoResend", err)
+	}
+	if got := plain.srv.TotalExecutions(); got != 0 {
+		t.Errorf("TotalExecutions at the server that ignores keys = %d; want 0", got)
 	}
 }
