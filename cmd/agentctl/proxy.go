@@ -59,6 +59,12 @@ queues is answered at once with a result saying it awaits a person's
 approval, with its key; after agentctl ledger approve KEY the model's next
 same call runs it once, and after ledger deny it gets the denial.
 
+A call whose outcome is lost is UNKNOWN. When the policy names a probe for
+its tool (its "reconcile" section), the next call with the key asks the
+probe at once, and the proxy also asks it in the background every few
+seconds for the UNKNOWN records due for an attempt (at most 20 a pass, each
+with its own growing backoff), so they settle even if no one calls again.
+
 A host configures it in place of the server it wraps, for example:
 
   {"command": "agentctl", "args": ["proxy", "--", "npx", "-y", "some-mcp-server"]}`,
