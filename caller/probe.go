@@ -60,6 +60,7 @@ func (c *Caller[P, R]) Reconcile(ctx context.Context, rec *ledger.Record, args j
 	after, err := ledger.Resolve(ctx, c.store, rec, c.probeFinding(ctx, op, rec, pr))
 	if err == nil && after.State != ledger.StateUnknown {
 		c.sends.forget(rec.ID)
+		c.tel.Resolved(ctx, rec, after, ledger.MethodProbe)
 	}
 	return after, err
 }
@@ -76,6 +77,7 @@ func (c *Caller[P, R]) reconcileByProbe(ctx context.Context, op *operation[P], r
 	case rerr == nil:
 		if after.State != ledger.StateUnknown {
 			c.sends.forget(rec.ID)
+			c.tel.Resolved(ctx, rec, after, ledger.MethodProbe)
 		}
 		c.log.Info("reconciled by probe", "tool", op.name, "key", ledger.ShortHash(rec.Key), "probe", pr.Probe,
 			"verdict", f.Verdict, "state", after.State)

@@ -35,7 +35,30 @@ func (c *Caller[P, R]) resend(ctx context.Context, op *operation[P], rec *ledger
 		return nil, fmt.Errorf("client: reconcile %s: %w", rec.Tool, err)
 	}
 	c.log.Info("re-sending an UNKNOWN call to a key-aware server", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key))
-	return c.run(ctx, op, again)
+	o, err := c.run(ctx, op, again)
+	c.resentResolved(ctx, rec, o, err)
+	return o, err
+}
+
+// resentResolved reports to telemetry that the re-send of rec, an UNKNOWN
+// record, resolved it, when it did: the server answered (o), or the call
+// ended in a state other than UNKNOWN and PROCESSING, as the record now
+// says.
+func (c *Caller[P, R]) resentResolved(ctx context.Context, rec *ledger.Record, o *Outcome[R], err error) {
+	if o != nil {
+		c.tel.Resolved(ctx, rec, o.Record, ledger.MethodResend)
+		return
+	}
+	st, ok := StateOf(err)
+	if !ok || st == ledger.StateUnknown || st == ledger.StateProcessing {
+		return
+	}
+	after, gerr := c.store.Get(ctx, rec.ID)
+	if gerr != nil {
+		c.log.Debug("reading the re-sent record for telemetry", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "err", gerr)
+		return
+	}
+	c.tel.Resolved(ctx, rec, after, ledger.MethodResend)
 }
 
 // Resendable reports whether an UNKNOWN record may be reconciled by
@@ -66,4 +89,64 @@ func Retention(capability any) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(secs * float64(time.Second)), true
+}
+
+// ErrNoResend: the record's call cannot be re-sent: the server does not
+// advertise the idempotency capability (or may have forgotten the key), or
+// the record's stored arguments are not the ones sent (redacted).
+var ErrNoResend = errors.New("caller: the call cannot be re-sent with its key")
+
+// Resend settles rec, an UNKNOWN record of this Caller's tenant and layer,
+// by sending its call again, with its key and its stored arguments, to a
+// key-aware server, which answers with its first execution's result, or
+// runs the call for the first time if it never saw it, never twice: what a
+// background sweep runs for a server that honours keys. It returns the
+// record as it is after. A re-send whose outcome is unknown too leaves the
+// record UNKNOWN, with the attempt in its history and the next one due
+// after the backoff (ledger.ReconcileDelay). ErrNoResend when the call
+// cannot be re-sent (see Resendable); the record is then as it was.
+func (c *Caller[P, R]) Resend(ctx context.Context, rec *ledger.Record) (*ledger.Record, error) {
+	if rec.Tenant != c.opts.Tenant || rec.Layer != c.opts.Layer {
+		return rec, fmt.Errorf("caller: resend: the record of %s is tenant %s layer %s, not this caller's %s %s; re-send it with a caller of its own", rec.Tool, rec.Tenant, rec.Layer, c.opts.Tenant, c.opts.Layer)
+	}
+	op := &operation[P]{req: Request[P]{Tool: rec.Tool}, name: rec.Tool, args: rec.Arguments, id: rec.ID, settings: c.opts.Tools.For(rec.Tool)}
+	if len(op.args) > 0 {
+		fp, err := ledger.Fingerprint(op.args, op.settings.Exclude...)
+		if err == nil {
+			op.fp = fp
+		}
+	}
+	if rec.State != ledger.StateUnknown || op.fp == "" || !c.canResend(op, rec) {
+		return rec, fmt.Errorf("%w: %s key %s", ErrNoResend, rec.Tool, ledger.ShortHash(rec.Key))
+	}
+	again, err := c.lc.Resend(ctx, rec)
+	if errors.Is(err, ledger.ErrStateChanged) || errors.Is(err, ledger.ErrLeaseLost) {
+		// Settled or taken over by someone else first.
+		if cur, gerr := c.store.Get(ctx, rec.ID); gerr == nil {
+			return cur, err
+		}
+		return rec, err
+	}
+	if err != nil {
+		return rec, fmt.Errorf("caller: resend %s key %s: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
+	}
+	c.log.Info("re-sending an UNKNOWN call to a key-aware server", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key))
+	o, sendErr := c.run(ctx, op, again)
+	c.resentResolved(ctx, rec, o, sendErr)
+	after, err := c.store.Get(ctx, rec.ID)
+	if err != nil {
+		return rec, fmt.Errorf("caller: resend %s key %s: read the record after: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
+	}
+	if after.State == ledger.StateUnknown && after.Fence == again.Fence && sendErr != nil {
+		// The attempt joins the history, and the backoff spaces the next.
+		f := ledger.Finding{Verdict: ledger.VerdictUnknown, Method: ledger.MethodResend, By: "re-send",
+			Evidence: "the re-sent call's outcome is unknown too: " + ledger.OneLine(sendErr.Error(), 300)}
+		if out, rerr := ledger.Resolve(ctx, c.store, after, f); rerr == nil {
+			after = out
+		}
+	}
+	if after.State != ledger.StateUnknown {
+		c.sends.forget(rec.ID)
+	}
+	return after, nil
 }

@@ -19,3 +19,15 @@ var ErrNoProbe = caller.ErrNoProbe
 func (c *Client) Reconcile(ctx context.Context, rec *ledger.Record, args json.RawMessage) (*ledger.Record, error) {
 	return c.c.Reconcile(ctx, rec, args)
 }
+
+// ErrNoResend: the record's call cannot be re-sent with its key.
+var ErrNoResend = caller.ErrNoResend
+
+// Resend settles rec, an UNKNOWN record of this client's tenant and layer,
+// by sending its call again with its key to a key-aware server (see
+// caller.Caller.Resend): the server answers with its first execution, or
+// runs the call for the first time, never twice. ErrNoResend when the
+// server does not honour keys or the stored arguments were redacted.
+func (c *Client) Resend(ctx context.Context, rec *ledger.Record) (*ledger.Record, error) {
+	return c.c.Resend(ctx, rec)
+}

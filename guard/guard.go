@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
@@ -22,12 +23,21 @@ type Guard struct {
 	tel   *telemetry.Telemetry
 	// fences holds the highest fencing token seen per key.
 	fences FenceBook
+	// reconciled names the tools with a reconciler, sorted: the tools the
+	// sweep lists due UNKNOWN records of.
+	reconciled []string
 }
 
 // New returns a Guard that records operations in store. opts may be nil.
 func New(store ledger.Store, opts *Options) *Guard {
 	o := opts.withDefaults()
 	g := &Guard{store: store, opts: o, tel: newTelemetry(store, o)}
+	for tool, rc := range o.Reconcilers {
+		if rc != nil && tool != "" {
+			g.reconciled = append(g.reconciled, tool)
+		}
+	}
+	slices.Sort(g.reconciled)
 	g.lc = &ledger.Lifecycle{Store: store, Owner: o.Owner, Lease: o.Lease, Wait: o.InProgressWait, Now: o.Now, Logger: o.Logger,
 		Waiting: func(ctx context.Context, _ *ledger.Record) { telemetry.CallFrom(ctx).InProgressWait(ctx) },
 		Ended: func(ctx context.Context, on ledger.Trigger, tool string, n int) {

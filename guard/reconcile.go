@@ -143,6 +143,7 @@ func (g *Guard) resolve(ctx context.Context, rec *ledger.Record, args json.RawMe
 	out, err := ledger.Resolve(ctx, g.store, rec, f)
 	switch {
 	case err == nil:
+		g.tel.Resolved(ctx, rec, out, ledger.MethodReconciler)
 		g.opts.Logger.InfoContext(ctx, "mcpledger server: reconciled", "tool", rec.Tool, "tenant", rec.Tenant,
 			"key", ledger.ShortHash(rec.Key), "verdict", f.Verdict, "state", out.State)
 		return out, true
@@ -217,5 +218,9 @@ func (g *Guard) ReconcileRecord(ctx context.Context, id ledger.ID) (*ledger.Reco
 			id.Tool, ledger.ShortHash(id.Key), rec.State, ledger.ErrStateChanged)
 	}
 	f := g.find(ctx, rc, ReconcileRequest{Tenant: rec.Tenant, Tool: rec.Tool, Key: rec.Key, Arguments: rec.Arguments})
-	return ledger.Resolve(ctx, g.store, rec, f)
+	out, err := ledger.Resolve(ctx, g.store, rec, f)
+	if err == nil {
+		g.tel.Resolved(ctx, rec, out, ledger.MethodReconciler)
+	}
+	return out, err
 }

@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -53,17 +54,18 @@ func (g *Guard) Sweep(ctx context.Context) (expired, purged int) {
 	return n, p
 }
 
-// ReconcileDue puts the UNKNOWN records of this Guard's layer that are due
-// for an attempt (ledger.DueUnknown, the earliest due first, at most
-// Options.SweepLimit) to their tool's reconciler, and reports how many it
+// ReconcileDue puts the UNKNOWN records of this Guard's layer and of the
+// tools with a reconciler that are due for an attempt (ledger.DueUnknown,
+// the earliest due first, at most Options.SweepLimit) to their tool's
+// reconciler, and reports how many it
 // settled. A record whose reconciler finds nothing stays UNKNOWN and comes
 // due again later (ledger.ReconcileDelay). Without reconcilers, or on a
 // store that cannot list due records, it does nothing. Sweep calls it.
 func (g *Guard) ReconcileDue(ctx context.Context) (settled int) {
-	if len(g.opts.Reconcilers) == 0 {
+	if len(g.reconciled) == 0 {
 		return 0
 	}
-	recs, err := ledger.DueUnknown(ctx, g.store, ledger.DueQuery{AllTenants: true, Layers: []string{g.opts.Layer}, Limit: min(g.opts.SweepLimit, ledger.MaxDueLimit)})
+	recs, err := g.due(ctx)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, ledger.ErrNoDueList) {
 			g.opts.Logger.ErrorContext(ctx, "mcpledger server: listing UNKNOWN records due for reconciliation", "err", err)
@@ -83,4 +85,25 @@ func (g *Guard) ReconcileDue(ctx context.Context) (settled int) {
 		g.opts.Logger.InfoContext(ctx, "mcpledger server: reconciled UNKNOWN records in the background", "count", settled)
 	}
 	return settled
+}
+
+// due lists the UNKNOWN records of this Guard's layer due for an attempt,
+// of the tools with a reconciler only: UNKNOWN records of the others wait
+// for a person, and must not fill the list. At most Options.SweepLimit,
+// over as many queries as ledger.MaxDueTools takes.
+func (g *Guard) due(ctx context.Context) ([]*ledger.Record, error) {
+	limit := min(g.opts.SweepLimit, ledger.MaxDueLimit)
+	var out []*ledger.Record
+	for tools := range slices.Chunk(g.reconciled, ledger.MaxDueTools) {
+		if len(out) >= limit {
+			break
+		}
+		recs, err := ledger.DueUnknown(ctx, g.store, ledger.DueQuery{AllTenants: true, Layers: []string{g.opts.Layer},
+			Tools: tools, Limit: limit - len(out)})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
 }

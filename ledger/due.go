@@ -17,6 +17,12 @@ type DueQuery struct {
 	// Layers, when not empty, limits the list to records of these layers
 	// (the layer "" included when listed); empty: every layer.
 	Layers []string
+	// Tools, when not empty, limits the list to records of these tools (at
+	// most MaxDueTools): a sweep names the tools it can reconcile, so that
+	// UNKNOWN records of tools it cannot never fill its list and starve
+	// the others. The stores read one index range per tool, each bounded
+	// by the list's size. Empty: every tool.
+	Tools []string
 	// Limit bounds the list (DefaultDueLimit when zero, at most
 	// MaxDueLimit), so a sweep does bounded work.
 	Limit int
@@ -27,6 +33,9 @@ const (
 	DefaultDueLimit = 100
 	MaxDueLimit     = 1000
 )
+
+// MaxDueTools bounds DueQuery.Tools: each tool is one index range read.
+const MaxDueTools = 64
 
 // Check validates q: a tenant, or AllTenants and no tenant; valid layers.
 func (q DueQuery) Check() error {
@@ -41,6 +50,14 @@ func (q DueQuery) Check() error {
 	for _, l := range q.Layers {
 		if err := ValidateLayer(l); err != nil {
 			return err
+		}
+	}
+	if len(q.Tools) > MaxDueTools {
+		return fmt.Errorf("ledger: due query: %d tools; at most %d at once, list the rest in another query", len(q.Tools), MaxDueTools)
+	}
+	for _, t := range q.Tools {
+		if t == "" {
+			return errors.New("ledger: due query: an empty tool name; name each tool, or leave Tools empty for every tool")
 		}
 	}
 	if q.Limit < 0 {

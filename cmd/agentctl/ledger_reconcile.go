@@ -30,9 +30,11 @@ var reconcileAs = map[string]ledger.State{
 
 func newLedgerReconcileCmd(a *app) *cobra.Command {
 	var as, note, tool, resultFile string
+	var auto bool
+	af := &autoFlags{}
 	c := &cobra.Command{
-		Use:   "reconcile KEY --as succeeded|failed|not_run [--note TEXT] [--result-file F] [--tool T]",
-		Short: "Settle an UNKNOWN record after checking what really happened",
+		Use:   "reconcile (KEY --as succeeded|failed|not_run [--note TEXT] [--result-file F] | --auto [--watch] --server 'CMD' | --url URL [--policy FILE]) [--tool T]",
+		Short: "Settle an UNKNOWN record after checking what really happened, or settle the due ones automatically",
 		Long: `reconcile settles an UNKNOWN record once a person has checked at the server
 whether the call took effect:
 
@@ -46,9 +48,38 @@ the evidence, beside every earlier reconciliation attempt (agentctl ledger
 show KEY). --result-file gives the result later calls get back, a
 CallToolResult as JSON (for example what the server's own lookup returned);
 without it, reconcile stores one text result that says who reconciled it and
-the note (isError for --as failed).`,
-		Args: usageArgs(1, 1),
+the note (isError for --as failed).
+
+--auto settles, without a person, the tenant's UNKNOWN records (of the client
+and proxy layers, or of --layer) that are due for an attempt, at the server
+named by --server 'CMD' or --url URL: a server that honours keys gets the call
+again with its key and answers with its first execution (method resend); for
+another server, the probe the policy (--policy) names for the record's tool is
+asked (method probe): found settles it SUCCEEDED with the probe's answer;
+absent settles it not_run (RETRYABLE: the next call with the key runs it) only
+once the probe's quiet period has passed since the call, else it stays
+UNKNOWN and comes due again later, with a growing backoff. At most --limit
+records a pass, the earliest due first; a line for each (key, tool, verdict,
+method, state) and a summary. It exits 0 once the pass ran, whatever remains
+UNKNOWN (as ledger list does: list them with --state UNKNOWN); 2 for bad usage,
+5 when the server or the ledger cannot be reached. --watch runs a pass again
+when the earliest record left UNKNOWN comes due, at most --every apart, until
+SIGINT or SIGTERM, which end it with exit 0.`,
+		Args: usageArgs(0, 1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
+			if auto {
+				if len(args) > 0 || as != "" || note != "" || resultFile != "" {
+					return exitf(exitUsage, "--auto settles every due UNKNOWN record on the server's evidence; drop KEY, --as, --note and --result-file (or drop --auto to reconcile one record by hand)")
+				}
+				af.up.getenv = a.getenv
+				return a.reconcileAuto(c.Context(), af, tool)
+			}
+			if af.watch {
+				return exitf(exitUsage, "--watch repeats --auto; pass --auto too")
+			}
+			if len(args) != 1 {
+				return exitf(exitUsage, "name the record's KEY with --as succeeded|failed|not_run, or pass --auto with --server or --url to settle the due ones by the server's evidence")
+			}
 			to, ok := reconcileAs[strings.ToLower(as)]
 			if !ok {
 				return exitf(exitUsage, "--as %q: want --as succeeded, --as failed or --as not_run", as)
@@ -94,7 +125,13 @@ the note (isError for --as failed).`,
 	completeWords(c, "as", "succeeded", "failed", "not_run")
 	c.Flags().StringVar(&note, "note", "", "why: what was checked (`TEXT`, kept on the record)")
 	c.Flags().StringVar(&resultFile, "result-file", "", "the result later calls get back: a CallToolResult as JSON in `FILE`")
-	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key")
+	c.Flags().StringVar(&tool, "tool", "", "the record's `TOOL`, when several tools used the key; with --auto, only this tool's records")
+	c.Flags().BoolVar(&auto, "auto", false, "settle the due UNKNOWN records by the server's evidence: a re-send to a server that honours keys, else the policy's probe")
+	c.Flags().BoolVar(&af.watch, "watch", false, "with --auto: run passes until interrupted, the next when a record comes due")
+	c.Flags().DurationVar(&af.every, "every", defaultAutoEvery, "with --watch: the longest `DURATION` between passes")
+	c.Flags().IntVar(&af.limit, "limit", defaultAutoLimit, "with --auto: the most records `N` one pass settles")
+	af.up.flags(c)
+	a.policyFlag(c, &af.policy)
 	return c
 }
 

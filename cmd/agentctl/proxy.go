@@ -31,7 +31,9 @@ type proxyFlags struct {
 	url         string
 	headers     headerFlags // for --url
 	durability  string
-	command     []string // the words after --
+	// reconcileEvery is the period of the background probes; 0: never.
+	reconcileEvery time.Duration
+	command        []string // the words after --
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -58,6 +60,13 @@ the tool in a policy file (--policy) to let it through. A call the policy
 queues is answered at once with a result saying it awaits a person's
 approval, with its key; after agentctl ledger approve KEY the model's next
 same call runs it once, and after ledger deny it gets the denial.
+
+A call whose outcome is lost is UNKNOWN. When the policy names a probe for
+its tool (its "reconcile" section), the next call with the key asks the
+probe at once, and the proxy also asks it in the background, every
+--reconcile-every, about the UNKNOWN records due for an attempt (at most 20
+a pass, each with its own growing backoff), so that they settle even when
+no one calls again.
 
 A host configures it in place of the server it wraps, for example:
 
@@ -88,6 +97,7 @@ A host configures it in place of the server it wraps, for example:
 	fl.StringVar(&f.url, "url", "", "the upstream MCP server's streamable HTTP endpoint `URL`")
 	fl.Var(&f.headers, "header", "an HTTP header for --url, as 'Name: value'; the value may be $VAR (from the environment) or @FILE (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, on loopback (e.g. 127.0.0.1:9464)")
+	fl.DurationVar(&f.reconcileEvery, "reconcile-every", proxy.DefaultReconcileEvery, "how often to probe the UNKNOWN calls due for an attempt, for tools the policy names a probe for (`DURATION`; 0: only when a call meets one)")
 	a.durabilityFlag(c, &f.durability)
 	return c
 }
@@ -144,13 +154,21 @@ func (a *app) proxy(ctx context.Context, f *proxyFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.reconcileEvery < 0 {
+		return exitf(exitUsage, "--reconcile-every %s: want a positive duration such as 5s, or 0 to probe only when a call meets an UNKNOWN record", f.reconcileEvery)
+	}
+	reconcileEvery := f.reconcileEvery
+	if reconcileEvery == 0 {
+		reconcileEvery = -1 // never
+	}
 	p, err := proxy.New(ctx, &proxy.Options{
-		Transport:  transport,
-		Store:      st,
-		Tenant:     a.tenant,
-		Session:    f.session,
-		Policy:     policy,
-		PolicyFile: f.policy,
+		ReconcileEvery: reconcileEvery,
+		Transport:      transport,
+		Store:          st,
+		Tenant:         a.tenant,
+		Session:        f.session,
+		Policy:         policy,
+		PolicyFile:     f.policy,
 		// The controlling terminal, never stdin and stdout: over stdio
 		// they carry the host's MCP stream.
 		Terminal: &terminal.Prompt{Accessible: a.getenv("ACCESSIBLE") != "", User: a.who()},

@@ -97,6 +97,18 @@ type Options struct {
 	// when it has dealt with the period before, so tests pass the periods
 	// themselves instead of waiting for a clock.
 	IdleWait func(ctx context.Context) bool
+	// ReconcileEvery is how often the proxy puts the UNKNOWN records of
+	// its layer that are due for an attempt to the probe the policy names
+	// for their tool (see ReconcileDue; DefaultReconcileEvery when zero;
+	// negative: never). Without probes in the policy it never does.
+	ReconcileEvery time.Duration
+	// ReconcileLimit bounds the records one pass probes
+	// (DefaultReconcileLimit when zero); the rest wait for the next.
+	ReconcileLimit int
+	// ReconcileWait, when not nil, stands for waiting one period of
+	// ReconcileEvery: it returns true when a pass is due, false when ctx
+	// is done (the proxy is closing), so tests drive the passes.
+	ReconcileWait func(ctx context.Context) bool
 }
 
 // finalsBudget bounds the finished records the proxy remembers to answer
@@ -139,16 +151,24 @@ type Proxy struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	swept   chan struct{} // closed when the sweeper has returned
+	// reconciled is closed when the reconciler has returned.
+	reconciled chan struct{}
+	// passMu makes ReconcileDue passes one at a time: a pass connects
+	// sweepLink's client when it has none.
+	passMu sync.Mutex
 	// requests counts the host's requests; released is closed when the
 	// releaser has returned.
 	requests atomic.Uint64
 	released chan struct{}
 
-	// mu guards links, first and closed.
+	// mu guards links, first, closed and sweepLink.
 	mu     sync.Mutex
 	links  map[*mcp.ServerSession]*link
 	first  *link // connected by New, bound to the first host session
 	closed bool
+	// sweepLink is the proxy's own upstream session, for background
+	// probes (see reconcileClient); nil until the first one.
+	sweepLink *link
 
 	// toolsMu guards tools, the upstream tool names mirrored on srv, and
 	// keyArgs, the names of those whose input schema declares
@@ -165,7 +185,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	if opts == nil || opts.Transport == nil || opts.Store == nil {
 		return nil, errors.New("proxy: Options.Transport and Options.Store are required")
 	}
-	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{}), swept: make(chan struct{}), released: make(chan struct{}),
+	p := &Proxy{opts: *opts, links: map[*mcp.ServerSession]*link{}, refresh: make(chan *link, 1), done: make(chan struct{}), swept: make(chan struct{}), reconciled: make(chan struct{}), released: make(chan struct{}),
 		finals: caller.NewFinals(finalsBudget)}
 	if p.opts.Tenant == "" {
 		p.opts.Tenant = "default"
@@ -236,6 +256,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	p.stop = stop
 	go p.refresher(rctx)
 	go p.sweeper(rctx)
+	go p.reconciler(rctx)
 	go p.releaser(rctx)
 	return p, nil
 }
@@ -314,7 +335,14 @@ func (p *Proxy) Close() error {
 	p.stop()
 	<-p.done
 	<-p.swept
+	<-p.reconciled
 	<-p.released
+	p.mu.Lock()
+	// After the reconciler: it makes sweepLink, and has returned.
+	if p.sweepLink != nil {
+		links = append(links, p.sweepLink)
+	}
+	p.mu.Unlock()
 	var errs []error
 	for _, l := range links {
 		if err := l.close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {

@@ -302,6 +302,54 @@ func testResolve(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	// A sweep that names its tools sees their due records, however many
+	// UNKNOWN records of other tools are due before them.
+	t.Run("DueListTools", func(t *testing.T) {
+		e := newEnv(t, newStore)
+		strand := func(tn, tl, key string) {
+			t.Helper()
+			r := req(key, "owner-1")
+			r.Tenant, r.Tool = tn, tl
+			e.mustClaim(r)
+			e.mustTransition(ledger.Transition{ID: r.ID, From: ledger.StateProcessing, To: ledger.StateUnknown, Owner: "owner-1", Fence: 1})
+			e.clock.Advance(time.Millisecond)
+		}
+		for _, k := range []string{"n1", "n2", "n3"} {
+			strand(tenant, "no_reconciler", k) // due first, and never settled
+		}
+		strand(tenant, tool, "p1")
+		strand("tenant-b", tool, "p2")
+		strand(tenant, "refund", "r1")
+		strand(tenant, tool, "p3")
+		due := func(q ledger.DueQuery, want ...string) {
+			t.Helper()
+			recs, err := ledger.DueUnknown(e.ctx, e.st, q)
+			if err != nil {
+				t.Fatalf("DueUnknown(%+v) = %v", q, err)
+			}
+			if got := keys(recs); strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("DueUnknown(%+v) = %v; want %v", q, got, want)
+			}
+		}
+		a := func(tl, key string) string { return tenant + "/" + tl + "/" + key }
+		due(ledger.DueQuery{Tenant: tenant, Limit: 2}, a("no_reconciler", "n1"), a("no_reconciler", "n2"))
+		due(ledger.DueQuery{Tenant: tenant, Tools: []string{tool}, Limit: 2}, a(tool, "p1"), a(tool, "p3"))
+		due(ledger.DueQuery{Tenant: tenant, Tools: []string{"refund", tool, tool}}, a(tool, "p1"), a("refund", "r1"), a(tool, "p3"))
+		due(ledger.DueQuery{AllTenants: true, Tools: []string{tool}, Layers: []string{""}}, a(tool, "p1"), "tenant-b/"+tool+"/p2", a(tool, "p3"))
+		due(ledger.DueQuery{AllTenants: true, Tools: []string{tool, "refund"}, Limit: 2}, a(tool, "p1"), "tenant-b/"+tool+"/p2")
+		due(ledger.DueQuery{Tenant: tenant, Tools: []string{tool}, Layers: []string{ledger.LayerServer}})
+		due(ledger.DueQuery{Tenant: tenant, Tools: []string{"nothing_here"}})
+		tooMany := make([]string, ledger.MaxDueTools+1)
+		for i := range tooMany {
+			tooMany[i] = fmt.Sprintf("tool_%d", i)
+		}
+		for _, q := range []ledger.DueQuery{{Tenant: tenant, Tools: []string{""}}, {Tenant: tenant, Tools: tooMany}} {
+			if _, err := ledger.DueUnknown(e.ctx, e.st, q); err == nil {
+				t.Errorf("DueUnknown(%d tools %q...) = nil error; want the query refused", len(q.Tools), q.Tools[0])
+			}
+		}
+	})
+
 	// One tenant's finding never reaches another tenant's record of the
 	// same tool and key.
 	t.Run("Tenant", func(t *testing.T) {

@@ -37,6 +37,9 @@ var _ ledger.DueLister = (*Store)(nil)
 // records_reconcile (one tenant) or records_reconcile_all (every tenant),
 // both of UNKNOWN records only, in (reconcile_at, updated_at) order: one
 // range scan that stops after the limit or the first record not yet due.
+// With q.Tools it reads, per tool, one such range of
+// records_reconcile_tool (or records_reconcile_tool_all), each bounded by
+// the limit (a lateral join), and merges them.
 func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Record, error) {
 	if err := q.Check(); err != nil {
 		return nil, err
@@ -53,6 +56,13 @@ func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Re
 	}
 	sql := `SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY reconcile_at, updated_at LIMIT $2`
+	if len(q.Tools) > 0 {
+		args = append(args, q.Tools)
+		where = append(where, "tool = due_tool.name")
+		sql = `SELECT r.* FROM (SELECT DISTINCT name FROM unnest($` + strconv.Itoa(len(args)) + `::text[]) AS t(name)) AS due_tool` +
+			` CROSS JOIN LATERAL (SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
+			` ORDER BY reconcile_at, updated_at LIMIT $2) AS r ORDER BY r.reconcile_at, r.updated_at LIMIT $2`
+	}
 	var out []*ledger.Record
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {

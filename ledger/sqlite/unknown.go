@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -28,30 +29,59 @@ var _ ledger.DueLister = (*Store)(nil)
 // DueUnknown implements ledger.DueLister. It reads the partial index
 // records_reconcile (one tenant) or records_reconcile_all (every tenant),
 // both of UNKNOWN records only, in (reconcile_at, updated_at) order, so it
-// stops after the limit or the first record not yet due.
+// stops after the limit or the first record not yet due. With q.Tools it
+// reads one range of records_reconcile_tool (or records_reconcile_tool_all)
+// per tool, each bounded by the limit, and merges them.
 func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Record, error) {
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
+	now := nanos(s.opts.Now())
 	var b strings.Builder
-	b.WriteString(`SELECT ` + columns + ` FROM records`)
 	var args []any
-	if q.AllTenants {
-		b.WriteString(` INDEXED BY records_reconcile_all WHERE state = 'UNKNOWN'`)
-	} else {
-		b.WriteString(` INDEXED BY records_reconcile WHERE state = 'UNKNOWN' AND tenant = ?`)
-		args = append(args, q.Tenant)
-	}
-	b.WriteString(` AND reconcile_at <= ?`)
-	args = append(args, nanos(s.opts.Now()))
-	if len(q.Layers) > 0 {
-		b.WriteString(` AND layer IN (?` + strings.Repeat(`, ?`, len(q.Layers)-1) + `)`)
-		for _, l := range q.Layers {
-			args = append(args, l)
+	// one writes the select of one index range: of tool when not "".
+	one := func(tool string) {
+		b.WriteString(`SELECT ` + columns + ` FROM records`)
+		switch {
+		case tool != "" && q.AllTenants:
+			b.WriteString(` INDEXED BY records_reconcile_tool_all WHERE state = 'UNKNOWN' AND tool = ?`)
+			args = append(args, tool)
+		case tool != "":
+			b.WriteString(` INDEXED BY records_reconcile_tool WHERE state = 'UNKNOWN' AND tenant = ? AND tool = ?`)
+			args = append(args, q.Tenant, tool)
+		case q.AllTenants:
+			b.WriteString(` INDEXED BY records_reconcile_all WHERE state = 'UNKNOWN'`)
+		default:
+			b.WriteString(` INDEXED BY records_reconcile WHERE state = 'UNKNOWN' AND tenant = ?`)
+			args = append(args, q.Tenant)
 		}
+		b.WriteString(` AND reconcile_at <= ?`)
+		args = append(args, now)
+		if len(q.Layers) > 0 {
+			b.WriteString(` AND layer IN (?` + strings.Repeat(`, ?`, len(q.Layers)-1) + `)`)
+			for _, l := range q.Layers {
+				args = append(args, l)
+			}
+		}
+		b.WriteString(` ORDER BY reconcile_at, updated_at LIMIT ?`)
+		args = append(args, q.Size())
 	}
-	b.WriteString(` ORDER BY reconcile_at, updated_at LIMIT ?`)
-	args = append(args, q.Size())
+	if tools := distinct(q.Tools); len(tools) > 0 {
+		// A compound select orders only its result: each range is a
+		// subquery with its own order and limit.
+		for i, tool := range tools {
+			if i > 0 {
+				b.WriteString(` UNION ALL `)
+			}
+			b.WriteString(`SELECT * FROM (`)
+			one(tool)
+			b.WriteString(`)`)
+		}
+		b.WriteString(` ORDER BY reconcile_at, updated_at LIMIT ?`)
+		args = append(args, q.Size())
+	} else {
+		one("")
+	}
 	rows, err := s.rdb.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
@@ -61,4 +91,15 @@ func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Re
 		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
 	}
 	return recs, nil
+}
+
+// distinct is ss without repeats, in order.
+func distinct(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
