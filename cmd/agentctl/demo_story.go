@@ -19,6 +19,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // demo is one run of agentctl demo: a scripted agent paying through the
@@ -297,43 +298,41 @@ func (d *demo) crash() error {
 	args := payment(4000, "EUR", "hooli")
 	key := "demo-" + d.run + "-crash"
 	d.say("%s with key %s; the server process dies right after it commits", describe(args), key)
-	op, _, err := d.pay(cl, client.WithKey(d.ctx, key), "crash, restart", args)
+	op, out, err := d.pay(cl, client.WithKey(d.ctx, key), "crash, restart", args)
 	if d.denied(err) {
 		return nil
 	}
-	if !errors.Is(err, client.ErrOutcomeUnknown) {
-		return fmt.Errorf("demo step %d: want an unknown outcome, got %v", d.step, err)
+	if err != nil {
+		return fmt.Errorf("demo step %d: want the payment back from the restarted server, got %v", d.step, err)
+	}
+	// The restarted server found its record of the key UNKNOWN (the dead
+	// process may have paid) and asked its reconciler, which looked the
+	// key up in the payments table: the marker says so.
+	rc, err := reconciledBy(out.Result)
+	if err != nil {
+		return fmt.Errorf("demo step %d: %w", d.step, err)
 	}
 	d.unknown++
-	d.say("-> UNKNOWN: the restarted server cannot tell whether the dead one paid, so nobody pays again blindly")
-
-	// Reconcile the way a person would: look at the bank's own records,
-	// settle the server's record, then ask the server again with the key.
-	rec, err := d.bank.Reconcile(d.ctx, "", key)
-	if err != nil {
-		return fmt.Errorf("demo step %d: reconcile at the server: %w", d.step, err)
-	}
-	d.say("back office: %s; the server's record is %s", rec.ErrorMessage, rec.State)
-	res, err := cl.Session().CallTool(d.ctx, &mcp.CallToolParams{Name: payments.ToolCreate, Arguments: args, Meta: mcp.Meta{client.MetaKey: key}})
-	if err != nil || res.IsError {
-		return fmt.Errorf("demo step %d: re-sending key %s: %v", d.step, key, err)
-	}
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	id := ledger.ID{Tenant: d.a.tenant, Layer: ledger.LayerClient, Tool: payments.ToolCreate, Key: key}
-	if _, err := ledger.Reconcile(d.ctx, d.store, id, ledger.Reconciliation{
-		As: ledger.StateSucceeded, Result: raw, Attempts: 1, Kind: kindReconciled, Method: ledger.MethodResend, By: "demo",
-		Message: "reconciled: re-sent with the same key, the key-aware server answered from its ledger",
-	}); err != nil {
-		return fmt.Errorf("demo step %d: reconcile the ledger: %w", d.step, err)
-	}
 	d.reconciled++
 	op.Reconciled = true
 	op.Replays++
-	d.say("-> re-sent with the same key, the server answered from its ledger: %s; the record is SUCCEEDED", paymentText(res))
+	d.say("-> the restarted server found the key UNKNOWN (the dead process may have paid) and asked its %s (%s): it found %s in the payments table, so the answer is the first payment, with no person and no second payment (%d attempt(s))",
+		rc.Method, rc.By, paymentText(out.Result), out.Attempts)
 	return nil
+}
+
+// reconciledBy reads how the server settled a replayed result that was
+// UNKNOWN: the replay marker's reconciled member.
+func reconciledBy(res *mcp.CallToolResult) (*wire.Reconciled, error) {
+	raw, err := json.Marshal(res.Meta[server.MetaReplay])
+	if err != nil {
+		return nil, err
+	}
+	var m wire.Replay
+	if err := json.Unmarshal(raw, &m); err != nil || m.Reconciled == nil {
+		return nil, fmt.Errorf("want the server's reconciler to have settled the payment, got the marker %s", raw)
+	}
+	return m.Reconciled, nil
 }
 
 func (d *demo) keyReused() error {

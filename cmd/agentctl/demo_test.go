@@ -29,7 +29,7 @@ func TestDemo(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("demo took %v; want under 30 s", took)
 	}
-	for _, want := range []string{"lost", "stalls", "again", "crashes", "reused", "UNKNOWN", "back office"} {
+	for _, want := range []string{"lost", "stalls", "again", "crashes", "reused", "UNKNOWN", "reconciler"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("demo story does not mention %q:\n%s", want, errb.String())
 		}

@@ -306,10 +306,11 @@ func TestCallExitCodes(t *testing.T) {
 	})
 	t.Run("4 outcome unknown", func(t *testing.T) {
 		// The server commits the payment and dies before answering; its
-		// own ledger's lease (1s) expires and it says the outcome is
-		// unknown rather than paying twice.
+		// own ledger's lease (1s) expires and, with no reconciler to look
+		// the key up, it says the outcome is unknown rather than paying
+		// twice.
 		server := fmt.Sprintf("'%s' -db '%s' -lease 1s", e.payments, e.payDB)
-		o := e.runEnv(nil, []string{"PAYMENTS_FAULT=handler-committed=kill"},
+		o := e.runEnv(nil, []string{"PAYMENTS_FAULT=handler-committed=kill,reconciler=missing"},
 			append([]string{"call", "--server", server, "--yes", "--key", "x-4"}, pay...)...)
 		o.wantExit(t, exitUnknown, "x-4", "ledger reconcile")
 		if n := e.paymentsFor("x-4"); n != 1 {

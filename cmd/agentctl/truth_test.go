@@ -28,12 +28,12 @@ func (e *e2e) record(key string) *ledger.Record {
 	return readRecord(e.t, e.ledgerPath(), ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "create_payment", Key: key})
 }
 
-// A handler's Go error after its commit: the payment was made, so the
-// answer is UNKNOWN at the client, never "failed"; a re-run replays
-// nothing and pays nothing.
+// A handler's Go error after its commit: the payment was made. With no
+// reconciler at the server, the answer is UNKNOWN at the client, never
+// "failed"; a re-run replays nothing and pays nothing.
 func TestTruthHandlerErrorAfterCommitIsUnknown(t *testing.T) {
 	e := newE2E(t)
-	e.server += " -fault handler-committed=error"
+	e.server += " -fault handler-committed=error,reconciler=missing"
 	first := e.call(nil, append([]string{"--yes", "--key", "hc-1"}, pay...)...)
 	first.wantExit(t, exitUnknown, "unknown", "reconcile")
 	if n := e.paymentsFor("hc-1"); n != 1 {
@@ -46,6 +46,34 @@ func TestTruthHandlerErrorAfterCommitIsUnknown(t *testing.T) {
 	again.wantExit(t, exitUnknown)
 	if n := e.paymentsFor("hc-1"); n != 1 {
 		t.Errorf("payments for hc-1 after the re-run = %d; want still 1", n)
+	}
+}
+
+// The same with the payments server's reconciler: the call that met the
+// handler's error answers UNKNOWN (or, when its retry already met the
+// server's UNKNOWN record, the payment); the next call with the key meets
+// the server's UNKNOWN record, the reconciler finds the payment in the
+// payments table, and the call answers it: exit 0, one payment, no person.
+func TestTruthHandlerErrorAfterCommitIsReconciled(t *testing.T) {
+	e := newE2E(t)
+	e.server += " -fault handler-committed=error"
+	first := e.call(nil, append([]string{"--yes", "--key", "hc-2"}, pay...)...)
+	if first.code != exitOK && first.code != exitUnknown {
+		t.Fatalf("first call exit = %d; want %d or %d (never failed, never nothing ran)\nstderr: %s", first.code, exitOK, exitUnknown, first.stderr)
+	}
+	if n := e.paymentsFor("hc-2"); n != 1 {
+		t.Fatalf("payments for hc-2 = %d; want 1", n)
+	}
+	again := e.call(nil, append([]string{"--yes", "--key", "hc-2"}, pay...)...)
+	again.wantExit(t, exitOK)
+	if !strings.Contains(again.stdout, "pay_") || (first.code == exitOK && first.stdout != again.stdout) {
+		t.Errorf("next call printed %q (first %q); want the first payment", again.stdout, first.stdout)
+	}
+	if r := e.record("hc-2"); r.State != ledger.StateSucceeded {
+		t.Errorf("client record = %s (%s); want SUCCEEDED", r.State, r.ErrorKind)
+	}
+	if n := e.paymentsFor("hc-2"); n != 1 {
+		t.Errorf("payments for hc-2 after the next call = %d; want still 1", n)
 	}
 }
 
