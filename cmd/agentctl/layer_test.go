@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
@@ -21,14 +20,10 @@ func TestLayersClientAndServerShareALedger(t *testing.T) {
 	e := newE2E(t)
 	shared := e.ledgerPath()
 	server := shellJoin([]string{e.payments, "-db", e.payDB, "-ledger", shared})
-	start := time.Now()
 	first := e.run(nil, append([]string{"call", "--server", server, "--yes", "--key", "lay-1"}, pay...)...)
-	first.wantExit(t, exitOK)
 	// Before layers the server waited out its in-progress bound on the
-	// client's own record (29 s) and the call ended UNKNOWN.
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("a call whose client and server share a ledger took %v; want no wait on the other layer's record", took)
-	}
+	// client's own record (29 s) and the call ended UNKNOWN (exit 4).
+	first.wantExit(t, exitOK)
 	if n := e.paymentsFor("lay-1"); n != 1 {
 		t.Fatalf("payments for lay-1 = %d; want 1", n)
 	}
@@ -78,12 +73,10 @@ func TestLayersCallThroughAProxyOnTheSameLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := listeningProxy(t, e.env, "--policy", policy, "--", e.payments, "-db", e.payDB)
+	// A wait on the other layer's record would end in_progress or UNKNOWN,
+	// not exit 0.
 	for _, key := range []string{"lp-1", "lp-1", "lp-2"} {
-		start := time.Now()
 		e.run(nil, append([]string{"call", "--url", url, "--yes", "--key", key}, pay...)...).wantExit(t, exitOK)
-		if took := time.Since(start); took > 10*time.Second {
-			t.Errorf("call %s through a proxy on the same ledger took %v", key, took)
-		}
 	}
 	for _, key := range []string{"lp-1", "lp-2"} {
 		if n := e.paymentsFor(key); n != 1 {
@@ -119,11 +112,8 @@ func TestLayersShareAPostgresLedger(t *testing.T) {
 	e := newE2E(t)
 	e.env = append(e.env, "MCPLEDGER_LEDGER="+url)
 	server := shellJoin([]string{e.payments, "-db", e.payDB, "-ledger", url})
-	start := time.Now()
+	// A wait on the client's record would end the call UNKNOWN, not exit 0.
 	e.run(nil, append([]string{"call", "--server", server, "--yes", "--key", "lay-pg"}, pay...)...).wantExit(t, exitOK)
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("a call whose client and server share a PostgreSQL ledger took %v", took)
-	}
 	e.run(nil, append([]string{"call", "--server", server, "--yes", "--key", "lay-pg"}, pay...)...).wantExit(t, exitOK)
 	if n := e.paymentsFor("lay-pg"); n != 1 {
 		t.Fatalf("payments for lay-pg = %d; want 1", n)

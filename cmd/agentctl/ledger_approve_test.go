@@ -31,12 +31,10 @@ func TestQueuedCallApprovedFromAnotherProcess(t *testing.T) {
 	e := newE2E(t)
 	policy := e.queuePolicy("")
 	alice, bob := []string{policy, "USER=alice"}, []string{policy, "USER=bob"}
-	start := time.Now()
+	// No one approves before it returns: a call that waited for an
+	// approval would end in run's guard and fail there.
 	o := e.runEnv(nil, alice, append([]string{"call", "--server", e.server, "--key", "order-q"}, pay...)...)
 	o.wantExit(t, exitAwaiting, "awaits a person's approval", "agentctl ledger approve order-q", "nothing ran")
-	if took := time.Since(start); took > 30*time.Second {
-		t.Errorf("the queued call took %v; want an answer at once", took)
-	}
 	show := e.run(nil, "--json", "ledger", "show", "order-q")
 	show.wantExit(t, exitOK)
 	if recs := jsonLines[ledger.Record](t, show.stdout); len(recs) != 1 || recs[0].State != ledger.StatePendingApproval || recs[0].Attempts != 0 {

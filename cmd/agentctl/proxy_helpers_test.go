@@ -88,8 +88,15 @@ func proxyEnv(t *testing.T, extra ...string) []string {
 // controlling terminal, so no test can end up waiting on a terminal prompt.
 func proxyCommand(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
+	return proxyCommandContext(context.Background(), t, env, args...)
+}
+
+// proxyCommandContext is proxyCommand killed when ctx ends: a hang guard
+// for a command that must end on its own.
+func proxyCommandContext(ctx context.Context, t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
 	agentctl, _ := binaries(t)
-	cmd := exec.Command(agentctl, args...)
+	cmd := exec.CommandContext(ctx, agentctl, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd

@@ -40,7 +40,10 @@ func queueProxy(t *testing.T, over, expiry string) (cs *mcp.ClientSession, env [
 // agentctlAs runs agentctl with the proxy's environment as user.
 func agentctlAs(t *testing.T, env []string, user string, args ...string) outcome {
 	t.Helper()
-	return runOutcome(t, proxyCommand(t, append(append([]string{}, env...), "USER="+user), args...))
+	// A guard against a hang only: runOutcome fails the test for a killed run.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return runOutcome(t, proxyCommandContext(ctx, t, append(append([]string{}, env...), "USER="+user), args...))
 }
 
 // hostCall is a host's tools/call that must get a result.
@@ -78,11 +81,9 @@ func statusOf(t *testing.T, cs *mcp.ClientSession, key string) (ledger.State, st
 func queuedPayment(t *testing.T, cs *mcp.ClientSession, db string, args map[string]any) string {
 	t.Helper()
 	before := paymentsIn(t, db)
-	start := time.Now()
+	// No one approves before hostCall returns: a call that waited for an
+	// approval would end in hostCall's guard and fail there.
 	res := hostCall(t, cs, "create_payment", args)
-	if took := time.Since(start); took > 30*time.Second {
-		t.Errorf("the queued call took %v; want an answer at once", took)
-	}
 	key, state := proxyErrorMeta(res)
 	text := proxyResultText(res)
 	if !res.IsError || key == "" || state != ledger.StatePendingApproval {
@@ -199,13 +200,11 @@ func TestAgentctlCallThroughAQueueingProxy(t *testing.T) {
 	agent := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "MCPLEDGER_LEDGER=" + filepath.Join(dir, "agent.db")}
 	call := append([]string{"call", "--url", endpoint, "--yes", "--key", "ord-q"}, pay...)
 
-	start := time.Now()
+	// No one approves before agentctlAs returns: a call that waited for an
+	// approval would end in its guard and fail there.
 	o := agentctlAs(t, agent, "alice", call...)
 	if o.code != exitAwaiting || !strings.Contains(o.stderr, "at the server it was sent to") || !strings.Contains(o.stderr, "ord-q") {
 		t.Fatalf("call through the queueing proxy: exit %d, stderr %q; want exit %d naming the proxy's key", o.code, o.stderr, exitAwaiting)
-	}
-	if took := time.Since(start); took > 30*time.Second {
-		t.Errorf("the queued call took %v; want an answer at once", took)
 	}
 	if n := paymentsIn(t, db); n != 0 {
 		t.Fatalf("payments before the approval = %d; want 0", n)

@@ -61,14 +61,12 @@ func newQueueProxy(t *testing.T, expiry time.Duration) *queueFixture {
 	return f
 }
 
-// queued makes the call and checks the answer the model gets at once.
+// queued makes the call and checks the answer the model gets without an
+// approval: none is given, and the clock does not move, so a call that
+// waited for one would end only in the host call's guard, which fails.
 func (f *queueFixture) queued(t *testing.T, invoice string) string {
 	t.Helper()
-	start := time.Now()
 	res := f.h.call(t, "pay_invoice", map[string]any{"invoice": invoice}, nil)
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("queued call took %v; want an answer at once", took)
-	}
 	key, state := errorMeta(res)
 	text := resultText(res)
 	if !res.IsError || state != ledger.StatePendingApproval || key == "" {

@@ -44,17 +44,15 @@ func TestWaitIsWokenWithoutPolling(t *testing.T) {
 		done <- outcome{r, err}
 	}()
 	<-blocked // Wait has read PROCESSING and is blocked
-	start := time.Now()
 	if _, err := st.Transition(ctx, ledger.Transition{ID: req.ID, From: ledger.StateProcessing, To: ledger.StateSucceeded,
 		Owner: "owner-1", Fence: claimed.Record.Fence, Result: json.RawMessage(`{"ok":1}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// The poll is an hour away: only the Transition's wake-up can end the
+	// Wait before ctx's deadline, a hang guard.
 	o := <-done
 	if o.err != nil || o.rec.State != ledger.StateSucceeded {
-		t.Fatalf("Wait = %v, %v; want SUCCEEDED", o.rec, o.err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Wait took %v after the change; want it woken at once", d)
+		t.Fatalf("Wait = %v, %v; want SUCCEEDED, woken by the Transition", o.rec, o.err)
 	}
 }
 
