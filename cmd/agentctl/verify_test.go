@@ -27,6 +27,9 @@ func (e *e2e) verifyArgs(upstream ...string) []string {
 
 // wantAllHold checks a verify --json run: exit 0, every guarantee passed
 // (skipped only where want allows), and the figures logged.
+//
+// An ID in skipped with a "?" after it ("G12?") may pass or be skipped:
+// whether it can run depends on the timing of the server under test.
 func wantAllHold(t *testing.T, o outcome, skipped ...string) {
 	t.Helper()
 	o.wantExit(t, exitOK)
@@ -36,7 +39,7 @@ func wantAllHold(t *testing.T, o outcome, skipped ...string) {
 	}
 	for i, r := range got {
 		want := verify.Pass
-		if slices.Contains(skipped, r.ID) {
+		if slices.Contains(skipped, r.ID) || (slices.Contains(skipped, r.ID+"?") && r.Status == verify.Skip) {
 			want = verify.Skip
 		}
 		if r.ID != verify.Guarantees()[i][0] || r.Status != want || r.Name == "" || r.Does == "" {
@@ -72,9 +75,10 @@ func wantScratchGone(t *testing.T, path string) {
 func TestVerifyPaymentsStdio(t *testing.T) {
 	e := newE2E(t)
 	o := e.run(nil, e.verifyArgs("--server", e.server)...)
-	// A payment answers at once: G12 cannot cut it off after its effect
-	// (TestVerifyUnknownResolves gives it a slow one).
-	wantAllHold(t, o, "G12")
+	// A payment answers at once, so G12 can seldom cut it off after its
+	// effect and then skips (TestVerifyUnknownResolves gives it a slow
+	// one); on a busy machine it may, and then it must pass.
+	wantAllHold(t, o, "G12?")
 	wantScratchGone(t, filepath.Join(e.dir, "ledger.db"))
 }
 
@@ -84,7 +88,7 @@ func TestVerifyPaymentsHTTP(t *testing.T) {
 	// An HTTP server is not ours to kill: G6 checks the ledger's owners
 	// only, and says so.
 	o := e.run(nil, e.verifyArgs("--url", url)...)
-	wantAllHold(t, o, "G12")
+	wantAllHold(t, o, "G12?")
 	if !strings.Contains(o.stdout, "not ours to kill") {
 		t.Errorf("G6 over HTTP does not say the server was not killed:\n%s", o.stdout)
 	}
@@ -99,7 +103,7 @@ func TestVerifyPaymentsPostgres(t *testing.T) {
 	for _, up := range [][]string{{"--server", server}, {"--url", e.startPaymentsHTTP("-ledger", url)}} {
 		t.Run(up[0][2:], func(t *testing.T) {
 			o := e.runEnv(nil, []string{"MCPLEDGER_LEDGER=" + url}, e.verifyArgs(up...)...)
-			wantAllHold(t, o, "G12")
+			wantAllHold(t, o, "G12?")
 		})
 	}
 }

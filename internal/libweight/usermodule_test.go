@@ -62,6 +62,9 @@ func TestUserModule(t *testing.T) {
 		"github.com/google/jsonschema-go",
 		"go.opentelemetry.io/otel", "go.opentelemetry.io/otel/metric", "go.opentelemetry.io/otel/trace",
 		"go.opentelemetry.io/auto/sdk", "github.com/go-logr/logr", "github.com/go-logr/stdr",
+		// A policy's probe conditions ("found"), which the caller reads
+		// with the policy; a module with no dependencies of its own.
+		"github.com/expr-lang/expr",
 	}
 	goSDK := []string{
 		"github.com/modelcontextprotocol/go-sdk", "github.com/segmentio/asm", "github.com/segmentio/encoding",
