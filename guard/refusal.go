@@ -18,6 +18,10 @@ type Refusal struct {
 	Message string
 	// Data is the error's data member (nil for -32602).
 	Data *wire.ErrorData
+	// row is the state whose row answered (RefuseAs); "" when the
+	// refusal is not a state's answer (key reused, key invalid, stale
+	// fence, invalid arguments).
+	row ledger.State
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -105,7 +109,9 @@ func Repeat(ctx context.Context, id ledger.ID, rec *ledger.Record, err error, re
 // row's state: the row's JSON-RPC code and data.reason (ledger.Row), so
 // no answer words a state's code on its own. state is data.state.
 func RefuseAs(row ledger.Row, key, state, msg string, retryAfter time.Duration) *Refusal {
-	return Refuse(row.Code, row.Reason, key, state, msg, retryAfter)
+	r := Refuse(row.Code, row.Reason, key, state, msg, retryAfter)
+	r.row = row.State
+	return r
 }
 
 func stateOf(r *ledger.Record) string {
