@@ -50,20 +50,45 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// sentinels is the one table of the states a failed call can stand in
+// and the sentinel error each is told by, in the order StateOf tests
+// them. Failed reads it one way, StateOf the other.
+var sentinels = []struct {
+	state ledger.State
+	err   error
+}{
+	{ledger.StateUnknown, ErrOutcomeUnknown},
+	{ledger.StatePendingApproval, ErrAwaitingApproval},
+	{ledger.StateDenied, ErrDenied},
+	{ledger.StateRejected, ErrRejected},
+	{ledger.StateRetryable, ErrNotSent},
+	{ledger.StateProcessing, ledger.ErrInProgress},
+}
+
+// sentinel is the error a call that failed in state s is told by
+// (errors.Is): ErrOutcomeUnknown for UNKNOWN, ErrNotSent for RETRYABLE,
+// ErrDenied, ErrRejected, ErrAwaitingApproval for PENDING_APPROVAL,
+// ledger.ErrInProgress for PROCESSING. ok is false for the states a
+// failed call never stands in (SUCCEEDED, FAILED).
+func sentinel(s ledger.State) (err error, ok bool) {
+	for _, e := range sentinels {
+		if e.state == s {
+			return e.err, true
+		}
+	}
+	return nil, false
+}
+
 // Failed is the error of a call that failed with err and was recorded
-// with rep (retry.Failure of err): ErrOutcomeUnknown when it left the
-// record UNKNOWN, ErrNotSent when RETRYABLE, ErrDenied when DENIED (an
-// upstream ledger said no), else ErrRejected, with
-// ledger.ErrKeyReused when the server said the key was reused. Every
+// with rep (retry.Failure of err): the sentinel of the state it left the
+// record in (ErrOutcomeUnknown when UNKNOWN, ErrNotSent when RETRYABLE,
+// ErrDenied when DENIED: an upstream ledger said no), else ErrRejected,
+// with ledger.ErrKeyReused when the server said the key was reused. Every
 // client adapter answers with it, whatever its SDK.
 func Failed(rep ledger.Report, err error) error {
-	switch to, _ := ledger.Next(ledger.StateProcessing, rep.On); to {
-	case ledger.StateUnknown:
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	case ledger.StateRetryable:
-		return fmt.Errorf("%w: %w", ErrNotSent, err)
-	case ledger.StateDenied:
-		return fmt.Errorf("%w: %w", ErrDenied, err)
+	to, _ := ledger.Next(ledger.StateProcessing, rep.On)
+	if s, ok := sentinel(to); ok && s != ErrRejected {
+		return fmt.Errorf("%w: %w", s, err)
 	}
 	if retry.Reason(err) == wire.ReasonKeyReused {
 		return fmt.Errorf("%w: %w: %w", ErrRejected, ledger.ErrKeyReused, err)
@@ -72,28 +97,21 @@ func Failed(rep ledger.Report, err error) error {
 }
 
 // StateOf is the state a call that failed with err stands in, as far as
-// anyone asked about it can tell: UNKNOWN (it may have run), RETRYABLE
-// (nothing was sent), DENIED, REJECTED, PENDING_APPROVAL, or PROCESSING
-// (another caller still runs it). ok is false for an error that names no
-// state (a bad request refused before the ledger was asked, or a key
-// reused with other arguments). Every adapter answers a failed call by the
-// row of this state (ledger.RowOf).
+// anyone asked about it can tell: the state of the sentinel err wraps
+// (UNKNOWN: it may have run; RETRYABLE: nothing was sent; DENIED,
+// REJECTED, PENDING_APPROVAL, or PROCESSING: another caller still runs
+// it), else the state of the *Error it wraps. ok is false for an error
+// that names no state (a bad request refused before the ledger was asked,
+// or a key reused with other arguments). Every adapter answers a failed
+// call by the row of this state (ledger.RowOf).
 func StateOf(err error) (s ledger.State, ok bool) {
-	switch {
-	case err == nil, errors.Is(err, ledger.ErrKeyReused):
+	if err == nil || errors.Is(err, ledger.ErrKeyReused) {
 		return "", false
-	case errors.Is(err, ErrOutcomeUnknown):
-		return ledger.StateUnknown, true
-	case errors.Is(err, ErrAwaitingApproval):
-		return ledger.StatePendingApproval, true
-	case errors.Is(err, ErrDenied):
-		return ledger.StateDenied, true
-	case errors.Is(err, ErrRejected):
-		return ledger.StateRejected, true
-	case errors.Is(err, ErrNotSent):
-		return ledger.StateRetryable, true
-	case errors.Is(err, ledger.ErrInProgress):
-		return ledger.StateProcessing, true
+	}
+	for _, e := range sentinels {
+		if errors.Is(err, e.err) {
+			return e.state, true
+		}
 	}
 	if e, ok := errors.AsType[*Error](err); ok && e.State.Valid() {
 		return e.State, true

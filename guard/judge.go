@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Error kinds the Guard stores on records.
@@ -116,7 +115,7 @@ func (g *Guard) judge(ctx context.Context, c *call, e End, p *panicked) (ledger.
 			// The handler knows nothing happened: the next attempt with
 			// the key runs it.
 			return ledger.Report{On: ledger.OnNotSent, ErrorKind: KindNotRun, ErrorMessage: ledger.OneLine(err.Error(), 500)},
-				Answer{Err: Refuse(wire.CodeInProgress, wire.ReasonNotRun, key, string(ledger.StateRetryable),
+				Answer{Err: RefuseAs(ledger.RowOf(ledger.StateRetryable), key, string(ledger.StateRetryable),
 					fmt.Sprintf("tool %q: nothing happened (%s); send the same request again with the same key", tool, ledger.OneLine(err.Error(), 300)), g.opts.RetryAfter)}
 		case ctx.Err() != nil || isContextErr(err):
 			return ledger.Report{On: ledger.OnAmbiguous, ErrorKind: KindCanceled, ErrorMessage: ledger.OneLine(err.Error(), 500)},

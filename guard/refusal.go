@@ -18,6 +18,10 @@ type Refusal struct {
 	Message string
 	// Data is the error's data member (nil for -32602).
 	Data *wire.ErrorData
+	// row is the state whose row answered (RefuseAs); "" when the
+	// refusal is not a state's answer (key reused, key invalid, stale
+	// fence, invalid arguments).
+	row ledger.State
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -55,7 +59,7 @@ func StaleFence(tool, key string, fence, seen int64) *Refusal {
 // Unknown answers the request whose handler ended without an outcome
 // (why: "the handler panicked", ...): the record is UNKNOWN.
 func Unknown(tool, key, why string) *Refusal {
-	return Refuse(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, key, string(ledger.StateUnknown),
+	return RefuseAs(ledger.RowOf(ledger.StateUnknown), key, string(ledger.StateUnknown),
 		fmt.Sprintf("tool %q: %s; the outcome is unknown and the call will not run again until it is reconciled", tool, why), 0)
 }
 
@@ -70,7 +74,9 @@ func Repeat(ctx context.Context, id ledger.ID, rec *ledger.Record, err error, re
 		return Refuse(wire.CodeKeyReused, wire.ReasonKeyReused, key, stateOf(rec),
 			fmt.Sprintf("tool %q: idempotency key was first used with other arguments; nothing was run (use a new key for a different request)", tool), 0)
 	case errors.Is(err, ledger.ErrInProgress):
-		return Refuse(wire.CodeInProgress, wire.ReasonInProgress, key, stateOf(rec),
+		// The key is held by a running request: PROCESSING's answer,
+		// whatever the record's own state.
+		return RefuseAs(ledger.RowOf(ledger.StateProcessing), key, stateOf(rec),
 			fmt.Sprintf("tool %q: an earlier request with this key is still running; retry with the same key", tool), retryAfter)
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -82,18 +88,30 @@ func Repeat(ctx context.Context, id ledger.ID, rec *ledger.Record, err error, re
 		return nil
 	case ledger.ActReconcile:
 		if rec.Tombstone {
-			return Refuse(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, key, string(rec.State),
+			// An expired record is read as UNKNOWN (ledger.Act).
+			return RefuseAs(ledger.RowOf(ledger.StateUnknown), key, string(rec.State),
 				fmt.Sprintf("tool %q: this key was used before and its record has expired; reconcile it before reusing the key", tool), 0)
 		}
 		why := "its earlier execution may or may not have taken effect"
 		if rec.ErrorKind != "" {
 			why += " (" + rec.ErrorKind + ")"
 		}
-		return Refuse(wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown, key, string(rec.State),
+		return RefuseAs(ledger.RowOf(rec.State), key, string(rec.State),
 			fmt.Sprintf("tool %q: %s; it will not run again until the operation is reconciled", tool, why), 0)
 	}
-	return Refuse(wire.CodeInProgress, wire.ReasonInProgress, key, stateOf(rec),
+	// Waiting (PROCESSING, PENDING_APPROVAL), or reclaimed by another
+	// request first: the key is held, PROCESSING's answer.
+	return RefuseAs(ledger.RowOf(ledger.StateProcessing), key, stateOf(rec),
 		fmt.Sprintf("tool %q: operation is being retried by other requests; try again", tool), retryAfter)
+}
+
+// RefuseAs is the refusal a key-aware server answers with for a call in
+// row's state: the row's JSON-RPC code and data.reason (ledger.Row), so
+// no answer words a state's code on its own. state is data.state.
+func RefuseAs(row ledger.Row, key, state, msg string, retryAfter time.Duration) *Refusal {
+	r := Refuse(row.Code, row.Reason, key, state, msg, retryAfter)
+	r.row = row.State
+	return r
 }
 
 func stateOf(r *ledger.Record) string {

@@ -135,3 +135,61 @@ func TestSweepIsNotStarvedByToolsWithoutReconciler(t *testing.T) {
 		t.Errorf("pay p1 = %v, %v; want RETRYABLE", rec, err)
 	}
 }
+
+// callsBy sums mcpledger.calls{outcome} as reader has it.
+func callsBy(t *testing.T, reader *sdkmetric.ManualReader, outcome ledger.Outcome) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != telemetry.MetricCalls {
+				continue
+			}
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				t.Fatalf("%s is %T; want a counter", m.Name, m.Data)
+			}
+			for _, p := range sum.DataPoints {
+				if v, _ := p.Attributes.Value(telemetry.AttrOutcome); v == attribute.StringValue(string(outcome)) {
+					n += p.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// A request refused because its key's record is UNKNOWN counts as the
+// outcome of UNKNOWN's row, like the call that left it UNKNOWN.
+func TestRefusedDuplicateCountsItsRowsOutcome(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reader := sdkmetric.NewManualReader()
+	g := guard.New(st, &guard.Options{Logger: slog.New(slog.DiscardHandler),
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	t.Cleanup(func() {
+		if err := g.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	lost := func(context.Context) guard.End { return guard.End{Err: errors.New("payments: commit lost")} }
+	for range 2 {
+		a := g.Call(ctx, &guard.Request{Tool: "pay", Meta: map[string]any{wire.MetaKey: "k-1"}, Arguments: json.RawMessage(`{"amount":5}`)}, lost)
+		var r *guard.Refusal
+		if !errors.As(a.Err, &r) || r.Code != ledger.RowOf(ledger.StateUnknown).Code {
+			t.Fatalf("call = %+v; want UNKNOWN's refusal", a)
+		}
+	}
+	want := ledger.RowOf(ledger.StateUnknown).Outcome
+	if got := callsBy(t, reader, want); got != 2 {
+		t.Errorf("calls{outcome=%s} = %d; want 2 (the call and its refused repeat)", want, got)
+	}
+}

@@ -46,20 +46,18 @@ func executed(rep ledger.Report) outcome {
 }
 
 // repeated is the outcome of a call that did not run the tool and was
-// refused with err (Repeat): the row of the record's state it names, or
-// what the refusal says when it names none.
+// refused with err (Repeat): the outcome of the row that answered, or
+// what the refusal says when no state's row answered.
 func repeated(rec *ledger.Record, err error) outcome {
 	var r *Refusal
-	if !errors.As(err, &r) {
+	switch {
+	case !errors.As(err, &r):
 		return outcome{of: ledger.OutcomeError}
-	}
-	switch r.Code {
-	case wire.CodeKeyReused:
+	case r.row != "":
+		// A state's answer (RefuseAs): that row's outcome.
+		return outcome{of: ledger.RowOf(r.row).Outcome, duplicate: true, state: recState(rec)}
+	case r.Code == wire.CodeKeyReused:
 		return outcome{of: ledger.OutcomeKeyConflict}
-	case wire.CodeInProgress:
-		return outcome{of: ledger.OutcomeInProgress, duplicate: true, state: recState(rec)}
-	case wire.CodeOutcomeUnknown:
-		return outcome{of: ledger.OutcomeUnknown, duplicate: true, state: recState(rec)}
 	}
 	return outcome{of: ledger.OutcomeError}
 }

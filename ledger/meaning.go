@@ -10,33 +10,33 @@ func Meaning(r *Record) string {
 	}
 	switch r.State {
 	case StateSucceeded:
-		return "it ran and succeeded"
+		return RowOf(StateSucceeded).Means
 	case StateFailed:
-		return "it ran and the tool reported an error"
+		return RowOf(StateFailed).Means
 	case StateProcessing:
-		return "it is still running"
+		return RowOf(StateProcessing).Means
 	case StatePendingApproval:
 		if ap := r.Approval; ap != nil && ap.Decision != DecisionDenied {
 			// A queued call a person approved: it runs when called again.
 			return "it was approved by " + OneLine(ap.By, 100) + " on " + stamp(ap.At) +
 				" and has not run yet: make the same call again (same tool and arguments) to run it once"
 		}
-		return "it waits for a person's approval; nothing has run"
+		return RowOf(StatePendingApproval).Means
 	case StateDenied:
 		if r.Approval != nil && r.Approval.Reason != "" {
 			return "it was refused (reason: " + OneLine(r.Approval.Reason, 200) + ")"
 		}
-		return "it was refused"
+		return RowOf(StateDenied).Means
 	case StateRetryable:
 		if r.Reconciled != nil {
 			return "it was found not to have taken effect (" + string(r.Reconciled.Method) + ") and will be sent again under the same key"
 		}
-		return "it never reached the tool and will be sent again under the same key"
+		return RowOf(StateRetryable).Means
 	case StateRejected:
 		if r.ErrorKind == KindApprovalExpired {
 			return "it did not run: no one approved it before its approval expired; nothing took effect, and the call may be made again (it then waits for approval again)"
 		}
 		return "it did not run (" + OneLine(r.ErrorMessage, 200) + "); nothing took effect and the call may be made again"
 	}
-	return "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"
+	return RowOf(StateUnknown).Means
 }

@@ -92,6 +92,10 @@ type Row struct {
 	// --json error ("" for SUCCEEDED: a result, not an error).
 	Exit       int
 	ExitReason string
+	// Means says in a few words what State means for whoever reads it, a
+	// model or a person: whether the call ran, and what may be done with
+	// it now. Meaning words one record; Means is the state's own text.
+	Means string
 }
 
 // Whether the tool ran, in a row.
@@ -104,21 +108,29 @@ const (
 // rows has one row per state, in the order of States.
 var rows = map[State]Row{
 	StatePendingApproval: {Act: ActWait, Ran: RanNo, Outcome: OutcomeAwaiting,
-		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Exit: ExitAwaiting, ExitReason: ExitReasonAwaiting},
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Exit: ExitAwaiting, ExitReason: ExitReasonAwaiting,
+		Means: "it waits for a person's approval; nothing has run"},
 	StateProcessing: {Act: ActWait, Ran: RanMaybe, Outcome: OutcomeInProgress,
-		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonInProgress},
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonInProgress,
+		Means: "it is still running"},
 	StateSucceeded: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeSucceeded,
-		Upstream: OnSucceeded, Exit: ExitOK},
+		Upstream: OnSucceeded, Exit: ExitOK,
+		Means: "it ran and succeeded"},
 	StateFailed: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeFailed,
-		Upstream: OnFailed, Exit: ExitFailed, ExitReason: ExitReasonToolError},
+		Upstream: OnFailed, Exit: ExitFailed, ExitReason: ExitReasonToolError,
+		Means: "it ran and the tool reported an error"},
 	StateRetryable: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeNotSent,
-		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Exit: ExitUnreachable, ExitReason: ExitReasonNotSent},
+		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Exit: ExitUnreachable, ExitReason: ExitReasonNotSent,
+		Means: "it never reached the tool and will be sent again under the same key"},
 	StateRejected: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeRejected,
-		Upstream: OnRefused, Exit: ExitUsage, ExitReason: ExitReasonRejected},
+		Upstream: OnRefused, Exit: ExitUsage, ExitReason: ExitReasonRejected,
+		Means: "it did not run; nothing took effect and the call may be made again"},
 	StateUnknown: {Act: ActReconcile, Ran: RanMaybe, Outcome: OutcomeUnknown,
-		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonUnknown},
+		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonUnknown,
+		Means: "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"},
 	StateDenied: {Act: ActDenied, Final: true, Ran: RanNo, Outcome: OutcomeDenied,
-		Upstream: OnDeny, Exit: ExitDenied, ExitReason: ExitReasonDenied},
+		Upstream: OnDeny, Exit: ExitDenied, ExitReason: ExitReasonDenied,
+		Means: "it was refused"},
 }
 
 func init() {

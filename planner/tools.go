@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -61,7 +64,33 @@ type StatusOutput struct {
 // ListInput is the input of ledger_list.
 type ListInput struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"how many calls to show, newest first (default 20, at most 100)"`
-	State string `json:"state,omitempty" jsonschema:"only calls in this state: PENDING_APPROVAL, PROCESSING, SUCCEEDED, FAILED, RETRYABLE, UNKNOWN or DENIED"`
+	State string `json:"state,omitempty" jsonschema:"only calls in this state (ListInputSchema names each state and its meaning)"`
+}
+
+// ListInputSchema is the input schema of ledger_list: ListInput's, with
+// the state property naming every state of ledger.States and what it
+// means (its row's Means), so the model reads the ledger's own words.
+func ListInputSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[ListInput](nil)
+	if err != nil {
+		panic("planner: the schema of ListInput: " + err.Error())
+	}
+	s.Properties["state"].Description = StateFilterHelp()
+	return s
+}
+
+// StateFilterHelp is the description of ledger_list's state property:
+// each state of ledger.States with its row's meaning.
+func StateFilterHelp() string {
+	var b strings.Builder
+	b.WriteString("only calls in this state, one of: ")
+	for i, r := range ledger.Rows() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", r.State, r.Means)
+	}
+	return b.String()
 }
 
 // ListOutput is the structured result of ledger_list.

@@ -16,6 +16,38 @@ import (
 
 const createArgs = `{"sku":"A-1","qty":2,"api_key":"s3cret"}`
 
+// The model reads every state ledger_list can filter on, REJECTED
+// included, each with its row's meaning, in the schema tools/list sends.
+func TestListSchemaNamesEveryState(t *testing.T) {
+	st := openStore(t, newClock())
+	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("ListTools = %v", err)
+	}
+	var desc string
+	for _, tool := range res.Tools {
+		if tool.Name != planner.ListTool {
+			continue
+		}
+		var schema struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatalf("the input schema of %s = %s: %v", planner.ListTool, raw, err)
+		}
+		desc = schema.Properties["state"].Description
+	}
+	for _, r := range ledger.Rows() {
+		if want := string(r.State) + " (" + r.Means + ")"; !strings.Contains(desc, want) {
+			t.Errorf("the state property of %s reads %q; want it to contain %q", planner.ListTool, desc, want)
+		}
+	}
+}
+
 func TestToolsAnnotated(t *testing.T) {
 	st := openStore(t, newClock())
 	cs := connect(t, ledgertools.NewServer(st, "acme", "s1", nil))

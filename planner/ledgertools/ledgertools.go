@@ -61,6 +61,7 @@ func Add(s *mcp.Server, store ledger.Store, scope ScopeFunc, o *Options) {
 		Name:        planner.ListTool,
 		Title:       planner.ListTitle,
 		Description: planner.ListDescription,
+		InputSchema: planner.ListInputSchema(),
 		Annotations: readOnly,
 	}, h.list)
 }
