@@ -207,6 +207,9 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	if f.Tool != "" {
 		add("tool = $?", f.Tool)
 	}
+	if f.Key != "" {
+		add("key = $?", f.Key)
+	}
 	if f.State != "" {
 		add("state = $?", string(f.State))
 	}

@@ -71,6 +71,9 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	if f.Tool != "" {
 		add("tool = ?", f.Tool)
 	}
+	if f.Key != "" {
+		add("key = ?", f.Key)
+	}
 	if f.State != "" {
 		if !f.State.Valid() {
 			return ledger.Page{}, fmt.Errorf("sqlite: list: unknown state %q", f.State)
