@@ -32,7 +32,7 @@ func lookups() ([]statement, error) {
 		{"by key", ledger.Filter{Key: key}},
 		{"by key and tool", ledger.Filter{Key: key, Tool: tool}},
 		{"by key and layer", ledger.Filter{Key: key, Layer: layer}},
-		{"by key and state", ledger.Filter{Key: key, State: ledger.StatePendingApproval}},
+		{"by key and state", ledger.Filter{Key: key, State: ledger.StateSucceeded}},
 		{"by key in a session", ledger.Filter{Key: key, Layer: layer, Session: session}},
 		{"by key next page", ledger.Filter{Key: key, Cursor: cursor}},
 		{"by session", ledger.Filter{Session: session}},
