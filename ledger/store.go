@@ -172,10 +172,14 @@ type Filter struct {
 	Layer   string
 	Session string
 	Tool    string
-	State   State
-	Since   time.Time // CreatedAt >= Since when set
-	Limit   int       // 50 when zero, at most 1000
-	Cursor  string    // from Page.Next
+	// Key, when set, selects the records with this key (of any layer and
+	// tool unless those are set too): a lookup by the key alone, which an
+	// index serves however large the ledger.
+	Key    string
+	State  State
+	Since  time.Time // CreatedAt >= Since when set
+	Limit  int       // 50 when zero, at most 1000
+	Cursor string    // from Page.Next
 }
 
 // Page is one page of List.

@@ -35,8 +35,8 @@ const (
 	MaxListLimit     = 100
 )
 
-// keyScanLimit bounds how many of a session's records ledger_status reads
-// when it is given a key without a tool (the Store looks keys up per tool).
+// keyScanLimit bounds how many records of one key ledger_status reads when
+// it is given a key without a tool (one per layer and tool that share it).
 const keyScanLimit = 10 * ledger.MaxPageSize
 
 // Scope is whose ledger a tool call may read: the caller's tenant and
@@ -254,7 +254,7 @@ func (t *Tools) byKey(ctx context.Context, tenant, session, tool, key string) ([
 		return []*ledger.Record{r}, nil
 	}
 	var found []*ledger.Record
-	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Key: key, Limit: ledger.MaxPageSize}
 	for seen := 0; seen < keyScanLimit; {
 		page, err := t.store().List(ctx, f)
 		if err != nil {

@@ -33,9 +33,9 @@ func newLedgerCmd(a *app) *cobra.Command {
 
 // findByKey returns the tenant's record with key, of tool and layer when
 // they are set. The Store identifies a record by (tenant, layer, tool, key)
-// and a person usually knows only the key, so the tenant's records are
-// scanned; a key that names more than one record is an error naming their
-// layers and tools.
+// and a person usually knows only the key, so the records of the key are
+// listed (an index lookup, however large the ledger); a key that names more
+// than one record is an error naming their layers and tools.
 func (a *app) findByKey(ctx context.Context, st ledger.Store, key, tool string, state ledger.State) (*ledger.Record, error) {
 	found, err := a.findAllByKey(ctx, st, key, tool, state)
 	if err != nil {
@@ -76,7 +76,7 @@ func (a *app) findAllByKey(ctx context.Context, st ledger.Store, key, tool strin
 		return []*ledger.Record{r}, nil
 	}
 	var found []*ledger.Record
-	f := ledger.Filter{Tenant: a.tenant, Layer: a.layer, Tool: tool, State: state, Limit: ledger.MaxPageSize}
+	f := ledger.Filter{Tenant: a.tenant, Layer: a.layer, Tool: tool, Key: key, State: state, Limit: ledger.MaxPageSize}
 	for {
 		page, err := st.List(ctx, f)
 		if err != nil {

@@ -145,6 +145,14 @@ func testList(t *testing.T, newStore NewStore) {
 		r.Session = fmt.Sprintf("s%d", i%2)
 		all = append(all, e.mustClaim(r))
 	}
+	// One key of two tools, created apart: a lookup by the key alone finds
+	// both, newest first, and no other record.
+	for i, tool := range []string{"b", "a"} {
+		e.clock.Set(base.Add(time.Duration(2+3*i) * time.Second))
+		r := req("dup", "owner-1")
+		r.Tool = tool
+		all = append(all, e.mustClaim(r))
+	}
 	e.clock.Set(base.Add(time.Minute))
 	for i, r := range all {
 		if i%5 == 0 {
@@ -202,6 +210,8 @@ func testList(t *testing.T, newStore NewStore) {
 		{"default limit", ledger.Filter{}, all},
 		{"state", ledger.Filter{State: ledger.StateSucceeded, Limit: 2}, where(func(r *ledger.Record) bool { return r.State == ledger.StateSucceeded })},
 		{"tool", ledger.Filter{Tool: "b", Limit: 2}, where(func(r *ledger.Record) bool { return r.Tool == "b" })},
+		{"key", ledger.Filter{Key: "dup", Limit: 1}, where(func(r *ledger.Record) bool { return r.Key == "dup" })},
+		{"key and tool", ledger.Filter{Key: "dup", Tool: "a"}, where(func(r *ledger.Record) bool { return r.Key == "dup" && r.Tool == "a" })},
 		{"session", ledger.Filter{Session: "s1", Limit: 4}, where(func(r *ledger.Record) bool { return r.Session == "s1" })},
 		{"since", ledger.Filter{Since: base.Add(4 * time.Second), Limit: 4}, where(func(r *ledger.Record) bool { return !r.CreatedAt.Before(base.Add(4 * time.Second)) })},
 	}

@@ -19,6 +19,16 @@ import (
 
 // recordCols is the column list every query that returns records selects,
 // in the order scanRecord reads them.
+// selectRecord reads one record by its identity.
+const selectRecord = `SELECT ` + recordCols + ` FROM records
+	WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4`
+
+// findRecent is FindRecent's statement: the re-planning window of one
+// (tenant, layer, session, tool, fingerprint), newest first.
+const findRecent = `SELECT ` + recordCols + ` FROM records
+	WHERE tenant = $1 AND layer = $2 AND session = $3 AND tool = $4 AND fingerprint = $5 AND created_at >= $6
+	ORDER BY created_at DESC, tool DESC, key DESC, layer DESC`
+
 const recordCols = `tenant, layer, tool, key, session, fingerprint, arguments, state, attempts, fence,
 	result, compacted, error_kind, error_message, owner, lease_until,
 	approval, trace_id, span_id, reuse_policy, tombstone, created_at, updated_at, expires_at, op_token, watched,
@@ -142,8 +152,7 @@ func (s *Store) get(ctx context.Context, id ledger.ID) (*ledger.Record, rowMeta,
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			var err error
-			rec, meta, err = scanRecord(c.QueryRow(ctx, `SELECT `+recordCols+` FROM records
-				WHERE tenant = $1 AND layer = $2 AND tool = $3 AND key = $4`, id.Tenant, id.Layer, id.Tool, id.Key))
+			rec, meta, err = scanRecord(c.QueryRow(ctx, selectRecord, id.Tenant, id.Layer, id.Tool, id.Key))
 			return err
 		})
 	})
@@ -166,9 +175,7 @@ func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger
 	var out []*ledger.Record
 	err := s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
-			rows, err := c.Query(ctx, `SELECT `+recordCols+` FROM records
-				WHERE tenant = $1 AND layer = $2 AND session = $3 AND tool = $4 AND fingerprint = $5 AND created_at >= $6
-				ORDER BY created_at DESC, tool DESC, key DESC, layer DESC`,
+			rows, err := c.Query(ctx, findRecent,
 				q.Tenant, q.Layer, q.Session, q.Tool, q.Fingerprint, q.Since.UTC())
 			if err != nil {
 				return err
@@ -192,43 +199,12 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	if f.State != "" && !f.State.Valid() {
 		return ledger.Page{}, fmt.Errorf("postgres: list: unknown state %q", f.State)
 	}
-	where := []string{"tenant = $1"}
-	args := []any{f.Tenant}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	sql, args, limit, err := listQuery(f)
+	if err != nil {
+		return ledger.Page{}, err
 	}
-	if f.Layer != "" {
-		add("layer = $?", f.Layer)
-	}
-	if f.Session != "" {
-		add("session = $?", f.Session)
-	}
-	if f.Tool != "" {
-		add("tool = $?", f.Tool)
-	}
-	if f.State != "" {
-		add("state = $?", string(f.State))
-	}
-	if !f.Since.IsZero() {
-		add("created_at >= $?", f.Since.UTC())
-	}
-	if f.Cursor != "" {
-		cur, err := ledger.DecodeCursor(f.Cursor)
-		if err != nil {
-			return ledger.Page{}, err
-		}
-		args = append(args, cur.CreatedAt.UTC(), cur.Tool, cur.Key, cur.Layer)
-		n := len(args)
-		where = append(where, fmt.Sprintf("(created_at, tool, key, layer) < ($%d, $%d, $%d, $%d)", n-3, n-2, n-1, n))
-	}
-	limit := f.PageSize()
-	args = append(args, limit+1)
-	sql := `SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY created_at DESC, tool DESC, key DESC, layer DESC LIMIT $` + strconv.Itoa(len(args))
-
 	var recs []*ledger.Record
-	err := s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error {
 			rows, err := c.Query(ctx, sql, args...)
 			if err != nil {
@@ -248,4 +224,47 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	}
 	page.Records = recs
 	return page, nil
+}
+
+// listQuery is List's statement for f, its arguments and the page size.
+func listQuery(f ledger.Filter) (string, []any, int, error) {
+	where := []string{"tenant = $1"}
+	args := []any{f.Tenant}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.Layer != "" {
+		add("layer = $?", f.Layer)
+	}
+	if f.Session != "" {
+		add("session = $?", f.Session)
+	}
+	if f.Tool != "" {
+		add("tool = $?", f.Tool)
+	}
+	if f.Key != "" {
+		add("key = $?", f.Key)
+	}
+	if f.State != "" {
+		add("state = $?", string(f.State))
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= $?", f.Since.UTC())
+	}
+	if f.Cursor != "" {
+		cur, err := ledger.DecodeCursor(f.Cursor)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		args = append(args, cur.CreatedAt.UTC(), cur.Tool, cur.Key, cur.Layer)
+		n := len(args)
+		where = append(where, fmt.Sprintf("(created_at, tool, key, layer) < ($%d, $%d, $%d, $%d)", n-3, n-2, n-1, n))
+	}
+	limit := f.PageSize()
+	args = append(args, limit+1)
+	sql := `SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY created_at DESC, tool DESC, key DESC, layer DESC LIMIT $` + strconv.Itoa(len(args))
+
+	return sql, args, limit, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -44,7 +45,27 @@ func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Re
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
-	args := []any{s.clock(), q.Size()}
+	sql, args := dueQuery(q, s.clock())
+	var out []*ledger.Record
+	err := s.retry(ctx, func() error {
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			rows, err := c.Query(ctx, sql, args...)
+			if err != nil {
+				return err
+			}
+			out, err = scanRecords(rows)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: due UNKNOWN records: %w", err)
+	}
+	return out, nil
+}
+
+// dueQuery is DueUnknown's statement for q at now, and its arguments.
+func dueQuery(q ledger.DueQuery, now time.Time) (string, []any) {
+	args := []any{now, q.Size()}
 	where := []string{"state = 'UNKNOWN'", "reconcile_at <= $1"}
 	if !q.AllTenants {
 		args = append(args, q.Tenant)
@@ -63,19 +84,5 @@ func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Re
 			` CROSS JOIN LATERAL (SELECT ` + recordCols + ` FROM records WHERE ` + strings.Join(where, " AND ") +
 			` ORDER BY reconcile_at, updated_at LIMIT $2) AS r ORDER BY r.reconcile_at, r.updated_at LIMIT $2`
 	}
-	var out []*ledger.Record
-	err := s.retry(ctx, func() error {
-		return s.with(ctx, func(c *pgxpool.Conn) error {
-			rows, err := c.Query(ctx, sql, args...)
-			if err != nil {
-				return err
-			}
-			out, err = scanRecords(rows)
-			return err
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: due UNKNOWN records: %w", err)
-	}
-	return out, nil
+	return sql, args
 }

@@ -13,6 +13,12 @@ import (
 // order is the one record order of List and FindRecent.
 const order = ` ORDER BY created_at DESC, tool DESC, key DESC, layer DESC`
 
+// findRecent is FindRecent's statement: the re-planning window of one
+// (tenant, layer, session, tool, fingerprint).
+const findRecent = `SELECT ` + columns + ` FROM records
+		WHERE tenant = ? AND layer = ? AND session = ? AND tool = ? AND fingerprint = ?
+			AND created_at >= ?` + order
+
 // Get implements ledger.Store.
 func (s *Store) Get(ctx context.Context, id ledger.ID) (*ledger.Record, error) {
 	if err := id.Validate(); err != nil {
@@ -33,9 +39,7 @@ func (s *Store) FindRecent(ctx context.Context, q ledger.RecentQuery) ([]*ledger
 	if err := ledger.ValidateTenant(q.Tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+columns+` FROM records
-		WHERE tenant = ? AND layer = ? AND session = ? AND tool = ? AND fingerprint = ?
-			AND created_at >= ?`+order,
+	rows, err := s.rdb.QueryContext(ctx, findRecent,
 		q.Tenant, q.Layer, q.Session, q.Tool, q.Fingerprint, nanos(q.Since))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: find recent: %w", s.classify(err))
@@ -54,6 +58,29 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	if err := ledger.ValidateTenant(f.Tenant); err != nil {
 		return ledger.Page{}, err
 	}
+	query, args, limit, err := listQuery(f)
+	if err != nil {
+		return ledger.Page{}, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("sqlite: list: %w", s.classify(err))
+	}
+	recs, err := scanAll(rows, limit+1)
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("sqlite: list: %w", s.classify(err))
+	}
+	var p ledger.Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		p.Next = ledger.EncodeCursor(recs[limit-1])
+	}
+	p.Records = recs
+	return p, nil
+}
+
+// listQuery is List's statement for f, its arguments and the page size.
+func listQuery(f ledger.Filter) (string, []any, int, error) {
 	var where strings.Builder
 	where.WriteString(`SELECT ` + columns + ` FROM records WHERE tenant = ?`)
 	args := []any{f.Tenant}
@@ -71,9 +98,12 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	if f.Tool != "" {
 		add("tool = ?", f.Tool)
 	}
+	if f.Key != "" {
+		add("key = ?", f.Key)
+	}
 	if f.State != "" {
 		if !f.State.Valid() {
-			return ledger.Page{}, fmt.Errorf("sqlite: list: unknown state %q", f.State)
+			return "", nil, 0, fmt.Errorf("sqlite: list: unknown state %q", f.State)
 		}
 		add("state = ?", string(f.State))
 	}
@@ -83,7 +113,7 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	if f.Cursor != "" {
 		c, err := ledger.DecodeCursor(f.Cursor)
 		if err != nil {
-			return ledger.Page{}, err
+			return "", nil, 0, err
 		}
 		add("(created_at, tool, key, layer) < (?, ?, ?, ?)", nanos(c.CreatedAt), c.Tool, c.Key, c.Layer)
 	}
@@ -91,21 +121,7 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 	where.WriteString(order + ` LIMIT ?`)
 	// One extra row tells whether another page follows.
 	args = append(args, limit+1)
-	rows, err := s.rdb.QueryContext(ctx, where.String(), args...)
-	if err != nil {
-		return ledger.Page{}, fmt.Errorf("sqlite: list: %w", s.classify(err))
-	}
-	recs, err := scanAll(rows, limit+1)
-	if err != nil {
-		return ledger.Page{}, fmt.Errorf("sqlite: list: %w", s.classify(err))
-	}
-	var p ledger.Page
-	if len(recs) > limit {
-		recs = recs[:limit]
-		p.Next = ledger.EncodeCursor(recs[limit-1])
-	}
-	p.Records = recs
-	return p, nil
+	return where.String(), args, limit, nil
 }
 
 func scanAll(rows *sql.Rows, capHint int) ([]*ledger.Record, error) {

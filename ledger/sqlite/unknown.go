@@ -36,7 +36,20 @@ func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Re
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
-	now := nanos(s.opts.Now())
+	query, args := dueQuery(q, nanos(s.opts.Now()))
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
+	}
+	recs, err := scanAll(rows, -1)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
+	}
+	return recs, nil
+}
+
+// dueQuery is DueUnknown's statement for q at now, and its arguments.
+func dueQuery(q ledger.DueQuery, now int64) (string, []any) {
 	var b strings.Builder
 	var args []any
 	// one writes the select of one index range: of tool when not "".
@@ -82,15 +95,7 @@ func (s *Store) DueUnknown(ctx context.Context, q ledger.DueQuery) ([]*ledger.Re
 	} else {
 		one("")
 	}
-	rows, err := s.rdb.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
-	}
-	recs, err := scanAll(rows, -1)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: due UNKNOWN records: %w", s.classify(err))
-	}
-	return recs, nil
+	return b.String(), args
 }
 
 // distinct is ss without repeats, in order.
