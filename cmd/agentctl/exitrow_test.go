@@ -177,3 +177,59 @@ func inProgressElsewhere(t *testing.T, e *e2e, key string) outcome {
 	waitFor(t, "the payment of "+key, func() bool { return e.paymentsFor(key) == 1 })
 	return e.run(nil, append([]string{"call", "--json", "--url", url, "--timeout", "8s", "--yes", "--key", key}, pay...)...)
 }
+
+// After the kill above, the next call with the key needs no person: the
+// restarted key-aware payments server meets its own UNKNOWN record, its
+// reconciler finds the payment in the payments table, and agentctl exits 0
+// with the first payment; the table still holds one.
+func TestNextCallAfterKillAfterCommitGetsThePayment(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kill func(*testing.T, *e2e, string) outcome
+		next func(*e2e) []string
+	}{
+		{"stdio", killedAfterCommitStdio, func(e *e2e) []string { return []string{"--server", e.server} }},
+		{"http", killedAfterCommitHTTP, func(e *e2e) []string {
+			url, _ := e.servePaymentsHTTP()
+			return []string{"--url", url}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newE2E(t)
+			const key = "after-kill-1"
+			tc.kill(t, e, key).wantExit(t, exitUnknown)
+			paid, err := e.paymentIDs(key)
+			if err != nil || len(paid) != 1 {
+				t.Fatalf("payments for %s after the kill = %v, %v; want 1", key, paid, err)
+			}
+			o := e.run(nil, append(append([]string{"call", "--json"}, tc.next(e)...), append([]string{"--yes", "--key", key}, pay...)...)...)
+			o.wantExit(t, exitOK)
+			if !strings.Contains(o.stdout, paid[0]) || !strings.Contains(o.stdout, `"reconciled"`) {
+				t.Errorf("next call printed %s; want payment %s, reconciled by the server", o.stdout, paid[0])
+			}
+			if n := e.paymentsFor(key); n != 1 {
+				t.Errorf("payments for %s after the next call = %d; want 1", key, n)
+			}
+			if r := e.record(key); r.State != ledger.StateSucceeded {
+				t.Errorf("the client's record = %s (%s); want SUCCEEDED", r.State, r.ErrorKind)
+			}
+		})
+	}
+}
+
+// paymentIDs lists the ids of the payments made with key, from the
+// payments example's -list.
+func (e *e2e) paymentIDs(key string) ([]string, error) {
+	out, err := exec.Command(e.payments, "-db", e.payDB, "-list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("payments -list: %w", err)
+	}
+	var ids []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && strings.HasPrefix(f[0], "pay_") && f[5] == key {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids, nil
+}
