@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -41,6 +42,8 @@ type operation[P any] struct {
 	decision planner.Decision
 	probed   bool // a probe answered for this call's UNKNOWN record
 	via      any  // the Attempt.Via of the last request sent
+	// resent: the run re-sends an UNKNOWN call (ledger.ResentOf).
+	resent *ledger.Resent
 }
 
 // Call runs one tool call through the ledger. A tool error is a result
@@ -60,12 +63,12 @@ func (c *Caller[P, R]) call(ctx context.Context, req Request[P]) (*Outcome[R], e
 	if req.Tool == "" {
 		return nil, errors.New("caller: a tool call needs a tool name")
 	}
-	args, err := MarshalArgs(req.Arguments)
+	raw, err := MarshalArgs(req.Arguments)
 	if err != nil {
 		return nil, err
 	}
-	if len(args) > c.opts.MaxArguments {
-		return nil, fmt.Errorf("%w: %d bytes for tool %s; the limit is %d", ErrArgumentsTooLarge, len(args), req.Tool, c.opts.MaxArguments)
+	if len(raw) > c.opts.MaxArguments {
+		return nil, fmt.Errorf("%w: %d bytes for tool %s; the limit is %d", ErrArgumentsTooLarge, len(raw), req.Tool, c.opts.MaxArguments)
 	}
 	tool, err := c.conn.Tool(ctx, req.Tool)
 	if err != nil {
@@ -73,11 +76,11 @@ func (c *Caller[P, R]) call(ctx context.Context, req Request[P]) (*Outcome[R], e
 		// tool list only refines the behaviour.
 		c.log.Debug("tool list unavailable", "tool", req.Tool, "err", err)
 	}
-	op := &operation[P]{req: req, tool: tool, name: req.Tool, args: args, settings: c.opts.Tools.For(req.Tool)}
+	op := &operation[P]{req: req, tool: tool, name: req.Tool, args: raw, settings: c.opts.Tools.For(req.Tool)}
 	if c.readOnly(op) {
 		return c.passthrough(ctx, op)
 	}
-	if op.fp, err = ledger.Fingerprint(args, op.settings.Exclude...); err != nil {
+	if op.fp, err = args.Fingerprint(raw, op.settings.Exclude...); err != nil {
 		return nil, err
 	}
 	op.id = ledger.ID{Tenant: c.opts.Tenant, Layer: c.opts.Layer, Tool: req.Tool}
@@ -277,7 +280,7 @@ func (c *Caller[P, R]) trusted() bool {
 // replay never pays for it.
 func (op *operation[P]) redact() (json.RawMessage, error) {
 	if op.redacted == nil {
-		r, err := op.settings.Redact.Redact(op.args)
+		r, err := op.settings.Redact.JSON(op.args)
 		if err != nil {
 			return nil, err
 		}

@@ -14,15 +14,18 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/process"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
-// Options configure a Caller, and so every client adapter (package client
-// for go-sdk, package mcpgo for mcp-go, the proxy). The zero value (or nil)
-// means the defaults.
+// Options configure a Caller. The zero value (or nil) means the defaults.
+// The client adapters' own options types (client.Options for go-sdk,
+// mcpgo.ClientOptions for mcp-go) have these fields in this order, so that
+// go doc shows them where a user looks, and convert to Options; a field
+// added here is added there too, or the adapters do not compile.
 type Options struct {
 	// Tenant scopes every record (default "default").
 	Tenant string
@@ -33,7 +36,7 @@ type Options struct {
 	// Session is the agent session the re-planning guard and "approve for
 	// this session" are scoped to (default: a random id per Caller).
 	Session string
-	// Owner names this process in leases (default ledger.NewOwner, which
+	// Owner names this process in leases (default process.NewOwner, which
 	// lets a follower on this host see at once that the process is gone).
 	Owner string
 	// Retry is the backoff policy for transient and retryable failures.
@@ -160,6 +163,24 @@ type Attempt[P any] struct {
 	Via any
 }
 
+// Wire writes the attempt's key and fence into meta, the request's fresh
+// _meta map, when the call is keyed, and returns the arguments to send:
+// Args, or Args with the idempotency_key argument when KeyArg.
+func (a *Attempt[P]) Wire(meta map[string]any) any {
+	if !a.Keyed {
+		return a.Args
+	}
+	meta[wire.MetaKey] = a.Key
+	if a.Fence.Token > 0 {
+		meta[wire.MetaFence] = a.Fence.Token
+		meta[wire.MetaFenceScope] = a.Fence.Scope
+	}
+	if a.KeyArg {
+		return WithKeyArg(a.Args, a.Key)
+	}
+	return a.Args
+}
+
 // Tool is what the server says of a tool it lists.
 type Tool struct {
 	Name string
@@ -220,6 +241,17 @@ type Codec[R comparable] interface {
 	Text(res R) string
 }
 
+// Replay is a finished record's stored result as the SDK's client would
+// have decoded it, with the replay marker added to its _meta.
+func Replay[R comparable](cd Codec[R], rec *ledger.Record) (R, error) {
+	res, err := cd.Decode(rec.Result)
+	if err != nil {
+		return res, err
+	}
+	cd.Mark(res, wire.Marker(rec))
+	return res, nil
+}
+
 // Caller runs tool calls through a ledger, from the re-planning guard to
 // the answer: policy and confirmation, the queue, the claim, sending with
 // retries under one key, settling the record, replay and resend. The SDK
@@ -265,7 +297,7 @@ func New[P any, R comparable](store ledger.Store, opts *Options, conn Conn[P, R]
 		o.Session = "s-" + randomHex(8)
 	}
 	if o.Owner == "" {
-		o.Owner = ledger.NewOwner(component + "-" + randomHex(4))
+		o.Owner = process.NewOwner(component + "-" + randomHex(4))
 	}
 	if o.Window == 0 {
 		o.Window = 10 * time.Minute

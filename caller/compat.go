@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/compact"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -80,9 +81,9 @@ func Missing(rec *ledger.Record) (string, bool) { return wire.Missing(rec) }
 // Deprecated: use wire.Mark.
 func Mark(rec *ledger.Record) (json.RawMessage, error) { return wire.Mark(rec) }
 
-// Deprecated: use ledger.Stored.
-func Stored(raw json.RawMessage, limit int, compact ledger.Compactor) (json.RawMessage, bool, error) {
-	return ledger.Stored(raw, limit, compact)
+// Deprecated: use compact.Stored.
+func Stored(raw json.RawMessage, limit int, fn compact.Func) (json.RawMessage, bool, error) {
+	return compact.Stored(raw, limit, fn)
 }
 
 // Deprecated: use guard.Refuse.

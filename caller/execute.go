@@ -50,17 +50,18 @@ func (c *Caller[P, R]) execute(ctx context.Context, op *operation[P]) (*Outcome[
 		return c.enqueue(ctx, op, req)
 	}
 	return c.claim(ctx, op, req, func(rec *ledger.Record) (*Outcome[R], error) {
-		if rec.State == ledger.StatePendingApproval && standing != nil {
+		asks := ledger.RowOf(rec.State).Waits == ledger.WaitsPerson
+		if asks && standing != nil {
 			ap := ledger.StandingFrom(standing, rec, c.opts.Now())
 			ap.Requester = c.requester()
 			after, err := c.lc.Settle(ctx, ledger.LeaseOf(rec), rec.State, ledger.Report{On: ledger.OnApprove, Approval: ap})
 			if err != nil {
-				return nil, c.fail(op, rec, fmt.Errorf("client: record the standing approval for %s: %w", op.name, err))
+				return nil, c.fail(op, rec, fmt.Errorf("caller: record the standing approval for %s: %w", op.name, err))
 			}
 			c.log.Info("call approved by a standing approval", "tool", op.name, "key", ledger.ShortHash(op.id.Key), "by", standing.Approval.By, "given on", ledger.ShortHash(standing.Key))
 			return c.run(ctx, op, after)
 		}
-		if rec.State == ledger.StatePendingApproval {
+		if asks {
 			var err error
 			if rec, err = c.approve(ctx, op, rec, verdict); err != nil {
 				if c.unasked(err) {
@@ -115,7 +116,7 @@ func (c *Caller[P, R]) approve(ctx context.Context, op *operation[P], rec *ledge
 		return nil, err
 	}
 	if err != nil {
-		return nil, c.fail(op, rec, fmt.Errorf("client: record the answer for %s: %w", op.name, err))
+		return nil, c.fail(op, rec, fmt.Errorf("caller: record the answer for %s: %w", op.name, err))
 	}
 	switch st.Report.On {
 	case ledger.OnDeny:
@@ -143,7 +144,7 @@ func (c *Caller[P, R]) ask(ctx context.Context, op *operation[P], rec *ledger.Re
 		Since: c.opts.Now().Add(-24 * time.Hour),
 	})
 	if err != nil {
-		return confirm.Answer{}, fmt.Errorf("client: earlier attempts: %w", err)
+		return confirm.Answer{}, fmt.Errorf("caller: earlier attempts: %w", err)
 	}
 	args, err := op.redact()
 	if err != nil {
@@ -170,7 +171,7 @@ func (c *Caller[P, R]) sessionApproved(ctx context.Context, op *operation[P]) (*
 	for {
 		page, err := c.store.List(ctx, f)
 		if err != nil {
-			return nil, fmt.Errorf("client: session approvals: %w", err)
+			return nil, fmt.Errorf("caller: session approvals: %w", err)
 		}
 		for _, r := range page.Records {
 			if c.standing(op, r) {
@@ -194,7 +195,7 @@ func (c *Caller[P, R]) retention(tool string) time.Duration {
 func (c *Caller[P, R]) settleID(ctx context.Context, op *operation[P]) (*Outcome[R], error) {
 	rec, err := c.store.Get(ctx, op.id)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("caller: %w", err)
 	}
 	o, err, again := c.settle(ctx, op, rec)
 	if again {

@@ -3,7 +3,7 @@ package caller
 import (
 	"errors"
 
-	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -13,5 +13,5 @@ import (
 // _meta and another in the idempotency_key argument. Every adapter answers
 // such a call as its SDK answers invalid params (-32602).
 func Malformed(err error) bool {
-	return errors.Is(err, ledger.ErrInvalidArguments) || errors.Is(err, wire.ErrKeysDiffer)
+	return errors.Is(err, args.ErrInvalid) || errors.Is(err, wire.ErrKeysDiffer)
 }

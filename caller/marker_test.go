@@ -84,10 +84,10 @@ func TestRepeat(t *testing.T) {
 	}{
 		{"succeeded", &ledger.Record{ID: id, State: ledger.StateSucceeded}, nil, 0, ""},
 		{"denied", &ledger.Record{ID: id, State: ledger.StateDenied}, nil, 0, ""},
-		{"key reused", &ledger.Record{ID: id, State: ledger.StateSucceeded}, ledger.ErrKeyReused, wire.CodeKeyReused, wire.ReasonKeyReused},
-		{"in progress", &ledger.Record{ID: id, State: ledger.StateProcessing}, ledger.ErrInProgress, wire.CodeInProgress, wire.ReasonInProgress},
-		{"unknown", &ledger.Record{ID: id, State: ledger.StateUnknown}, nil, wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown},
-		{"tombstone", &ledger.Record{ID: id, State: ledger.StateSucceeded, Tombstone: true}, nil, wire.CodeOutcomeUnknown, wire.ReasonOutcomeUnknown},
+		{"key reused", &ledger.Record{ID: id, State: ledger.StateSucceeded}, ledger.ErrKeyReused, ledger.CodeKeyReused, ledger.ReasonKeyReused},
+		{"in progress", &ledger.Record{ID: id, State: ledger.StateProcessing}, ledger.ErrInProgress, ledger.CodeInProgress, ledger.ReasonInProgress},
+		{"unknown", &ledger.Record{ID: id, State: ledger.StateUnknown}, nil, ledger.CodeOutcomeUnknown, ledger.ReasonOutcomeUnknown},
+		{"tombstone", &ledger.Record{ID: id, State: ledger.StateSucceeded, Tombstone: true}, nil, ledger.CodeOutcomeUnknown, ledger.ReasonOutcomeUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

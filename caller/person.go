@@ -54,7 +54,7 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	}
 	rec, err := st.Get(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("caller: %w", err)
 	}
 	q, ok := QueuedCall(rec)
 	if !ok {
@@ -66,7 +66,7 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 		return rec, fmt.Errorf("%w: %s key %s: its approval expired at %s", ErrNotQueued, id.Tool, id.Key, rec.LeaseUntil.UTC().Format(time.RFC3339))
 	}
 	if d.By == "" {
-		return rec, errors.New("client: a decision needs the name of the person who gives it")
+		return rec, errors.New("caller: a decision needs the name of the person who gives it")
 	}
 	ap := &ledger.Approval{By: d.By, Via: d.Via, At: at, Reason: d.Reason, Fingerprint: rec.Fingerprint,
 		PolicyVersion: q.PolicyVersion, Expires: rec.LeaseUntil.UTC(), Requester: q.Requester}
@@ -74,7 +74,7 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	switch {
 	case !d.Approve:
 		if strings.TrimSpace(d.Reason) == "" {
-			return rec, errors.New("client: a denial needs a reason")
+			return rec, errors.New("caller: a denial needs a reason")
 		}
 		ap.Decision, dec.On, dec.Reason = ledger.DecisionDenied, ledger.OnDeny, d.Reason
 	case d.By == q.Requester && (d.DistinctApprover || q.Distinct):
@@ -89,7 +89,7 @@ func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*le
 	}
 	after, err := ledger.Decide(ctx, st, rec, dec)
 	if err != nil {
-		return rec, fmt.Errorf("client: record the decision on %s key %s: %w", id.Tool, id.Key, err)
+		return rec, fmt.Errorf("caller: record the decision on %s key %s: %w", id.Tool, id.Key, err)
 	}
 	return after, nil
 }

@@ -58,7 +58,7 @@ func (c *Caller[P, R]) Reconcile(ctx context.Context, rec *ledger.Record, args j
 	}
 	op := &operation[P]{name: rec.Tool, args: args, id: rec.ID, settings: c.opts.Tools.For(rec.Tool)}
 	after, err := ledger.Resolve(ctx, c.store, rec, c.probeFinding(ctx, op, rec, pr))
-	if err == nil && after.State != ledger.StateUnknown {
+	if err == nil && ledger.RowOf(after.State).Act != ledger.ActReconcile {
 		c.sends.forget(rec.ID)
 		c.tel.Resolved(ctx, rec, after, ledger.MethodProbe)
 	}
@@ -75,7 +75,7 @@ func (c *Caller[P, R]) reconcileByProbe(ctx context.Context, op *operation[P], r
 	after, rerr := ledger.Resolve(ctx, c.store, rec, f)
 	switch {
 	case rerr == nil:
-		if after.State != ledger.StateUnknown {
+		if ledger.RowOf(after.State).Act != ledger.ActReconcile {
 			c.sends.forget(rec.ID)
 			c.tel.Resolved(ctx, rec, after, ledger.MethodProbe)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Queued approvals. A call the policy queues is claimed PENDING_APPROVAL
@@ -29,16 +28,16 @@ var (
 	// ran. The error is a *Error carrying the key: a person approves with
 	// agentctl ledger approve KEY (or the web console), and the next call
 	// with that key runs.
-	ErrAwaitingApproval = errors.New("client: call awaits a person's approval")
+	ErrAwaitingApproval = ledger.ErrAwaitingApproval
 	// ErrNotQueued: Decide found no queued call under the key.
-	ErrNotQueued = errors.New("client: no call awaits approval under this key")
+	ErrNotQueued = errors.New("caller: no call awaits approval under this key")
 	// ErrSameApprover: the policy requires the approver to be someone other
 	// than the requester.
-	ErrSameApprover = errors.New("client: the requester may not approve their own call")
+	ErrSameApprover = errors.New("caller: the requester may not approve their own call")
 	// ErrOtherPolicy: the requester approves their own call under a
 	// policy other than the one it was queued under, so whether that
 	// policy lets them cannot be told here (Decision.PolicyVersion).
-	ErrOtherPolicy = errors.New("client: the call was queued under another policy, which decides whether its requester may approve it")
+	ErrOtherPolicy = errors.New("caller: the call was queued under another policy, which decides whether its requester may approve it")
 )
 
 // Queued is what a queued record's owner says about the call
@@ -100,7 +99,7 @@ func (c *Caller[P, R]) queued(ctx context.Context, op *operation[P], rec *ledger
 		if err != nil {
 			return nil, false, true, fmt.Errorf("caller: %w", err)
 		}
-		if latest.State == ledger.StatePendingApproval {
+		if ledger.RowOf(latest.State).Waits == ledger.WaitsPerson {
 			return nil, false, true, c.awaiting(op, latest, "")
 		}
 		o, err, again := c.settle(ctx, op, latest)
@@ -200,7 +199,7 @@ func (u *UpstreamApproval) Error() string {
 // answers a keyed host for a queued call); "" otherwise.
 func upstreamAwaits(err error) string {
 	code, d, ok := retry.Answered(err)
-	if !ok || code != wire.CodeInProgress || d.State != string(ledger.StatePendingApproval) {
+	if !ok || code != ledger.CodeInProgress || ledger.RowOf(ledger.State(d.State)).Waits != ledger.WaitsPerson {
 		return ""
 	}
 	if d.Key == "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 )
 
 // canResend reports whether an UNKNOWN operation may be reconciled by
@@ -32,9 +33,10 @@ func (c *Caller[P, R]) resend(ctx context.Context, op *operation[P], rec *ledger
 		return c.settleID(ctx, op) // another caller reconciled it first
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: reconcile %s: %w", rec.Tool, err)
+		return nil, fmt.Errorf("caller: reconcile %s: %w", rec.Tool, err)
 	}
 	c.log.Info("re-sending an UNKNOWN call to a key-aware server", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key))
+	op.resent = ledger.ResentOf(rec, again)
 	o, err := c.run(ctx, op, again)
 	c.resentResolved(ctx, rec, o, err)
 	return o, err
@@ -50,7 +52,7 @@ func (c *Caller[P, R]) resentResolved(ctx context.Context, rec *ledger.Record, o
 		return
 	}
 	st, ok := StateOf(err)
-	if !ok || st == ledger.StateUnknown || st == ledger.StateProcessing {
+	if !ok || ledger.RowOf(st).Ran == ledger.RanMaybe {
 		return
 	}
 	after, gerr := c.store.Get(ctx, rec.ID)
@@ -111,12 +113,12 @@ func (c *Caller[P, R]) Resend(ctx context.Context, rec *ledger.Record) (*ledger.
 	}
 	op := &operation[P]{req: Request[P]{Tool: rec.Tool}, name: rec.Tool, args: rec.Arguments, id: rec.ID, settings: c.opts.Tools.For(rec.Tool)}
 	if len(op.args) > 0 {
-		fp, err := ledger.Fingerprint(op.args, op.settings.Exclude...)
+		fp, err := args.Fingerprint(op.args, op.settings.Exclude...)
 		if err == nil {
 			op.fp = fp
 		}
 	}
-	if rec.State != ledger.StateUnknown || op.fp == "" || !c.canResend(op, rec) {
+	if ledger.RowOf(rec.State).Act != ledger.ActReconcile || op.fp == "" || !c.canResend(op, rec) {
 		return rec, fmt.Errorf("%w: %s key %s", ErrNoResend, rec.Tool, ledger.ShortHash(rec.Key))
 	}
 	again, err := c.lc.Resend(ctx, rec)
@@ -131,13 +133,14 @@ func (c *Caller[P, R]) Resend(ctx context.Context, rec *ledger.Record) (*ledger.
 		return rec, fmt.Errorf("caller: resend %s key %s: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
 	}
 	c.log.Info("re-sending an UNKNOWN call to a key-aware server", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key))
+	op.resent = ledger.ResentOf(rec, again)
 	o, sendErr := c.run(ctx, op, again)
 	c.resentResolved(ctx, rec, o, sendErr)
 	after, err := c.store.Get(ctx, rec.ID)
 	if err != nil {
 		return rec, fmt.Errorf("caller: resend %s key %s: read the record after: %w", rec.Tool, ledger.ShortHash(rec.Key), err)
 	}
-	if after.State == ledger.StateUnknown && after.Fence == again.Fence && sendErr != nil {
+	if ledger.RowOf(after.State).Act == ledger.ActReconcile && after.Fence == again.Fence && sendErr != nil {
 		// The attempt joins the history, and the backoff spaces the next.
 		f := ledger.Finding{Verdict: ledger.VerdictUnknown, Method: ledger.MethodResend, By: "re-send",
 			Evidence: "the re-sent call's outcome is unknown too: " + ledger.OneLine(sendErr.Error(), 300)}
@@ -145,7 +148,7 @@ func (c *Caller[P, R]) Resend(ctx context.Context, rec *ledger.Record) (*ledger.
 			after = out
 		}
 	}
-	if after.State != ledger.StateUnknown {
+	if ledger.RowOf(after.State).Act != ledger.ActReconcile {
 		c.sends.forget(rec.ID)
 	}
 	return after, nil

@@ -34,6 +34,7 @@ func (c *Caller[P, R]) run(ctx context.Context, op *operation[P], rec *ledger.Re
 		res, raw, attempts, sendErr, maybeSent = c.send(ctx, op, true)
 		var rep ledger.Report
 		rep, encErr = c.report(op, res, raw, attempts, sendErr, maybeSent)
+		rep.Resent = op.resent
 		return rep
 	})
 	telemetry.CallFrom(ctx).SetAttempts(attempts)
@@ -73,7 +74,7 @@ func (c *Caller[P, R]) run(ctx context.Context, op *operation[P], rec *ledger.Re
 		sendErr = c.upstreamSaid(res)
 	}
 	to, _ := ledger.Next(ledger.StateProcessing, rep.On)
-	if to == ledger.StateUnknown {
+	if ledger.RowOf(to).Act == ledger.ActReconcile {
 		telemetry.CallFrom(ctx).EnteredUnknown(ctx, rep.ErrorKind)
 		c.sends.note(op.id, op.fence.Token, op.via)
 	}

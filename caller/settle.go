@@ -19,7 +19,7 @@ func (c *Caller[P, R]) settle(ctx context.Context, op *operation[P], rec *ledger
 	if o, again, ok, err := c.queued(ctx, op, rec); ok {
 		return o, err, again
 	}
-	if rec.State == ledger.StatePendingApproval && !rec.Tombstone {
+	if ledger.RowOf(rec.State).Waits == ledger.WaitsPerson && !rec.Tombstone {
 		if _, ok := confirmerFrom(ctx); ok {
 			// This request brings its own confirmer (a host answering an
 			// elicitation asked earlier): settle the approval here.
@@ -38,7 +38,7 @@ func (c *Caller[P, R]) settle(ctx context.Context, op *operation[P], rec *ledger
 			if errors.Is(err, ledger.ErrInProgress) {
 				return nil, c.fail(op, rec, ledger.ErrInProgress), false
 			}
-			return nil, fmt.Errorf("client: wait for %s: %w", rec.Tool, err), false
+			return nil, fmt.Errorf("caller: wait for %s: %w", rec.Tool, err), false
 		}
 	}
 	switch ledger.Act(rec) {

@@ -45,7 +45,7 @@ func newTelemetry(store ledger.Store, o Options, log *slog.Logger) *telemetry.Te
 	if el, ok := store.(ledger.EventLog); ok {
 		to.Events = el
 	}
-	if uc, ok := store.(telemetry.UnknownCounter); ok {
+	if uc := telemetry.CounterOf(store); uc != nil {
 		to.Unknown = uc
 	}
 	return telemetry.New(ledger.SideClient, to)
@@ -61,7 +61,7 @@ func (c *Caller[P, R]) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := c.tel.Close(ctx); err != nil {
-		return fmt.Errorf("client: write call events: %w", err)
+		return fmt.Errorf("caller: write call events: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,14 +29,14 @@ import (
 func WireError(err error) *jsonrpc.Error {
 	var key string
 	msg := err.Error()
-	if ce, ok := errors.AsType[*Error](err); ok {
+	if ce, ok := errs.AsType[*Error](err); ok {
 		key = ce.Key
 		if ce.Text != "" {
 			msg = ce.Text
 		}
 	}
 	if errors.Is(err, ledger.ErrKeyReused) {
-		return rpcError(wire.CodeKeyReused, wire.ErrorData{Reason: wire.ReasonKeyReused, Key: key}, msg)
+		return rpcError(ledger.CodeKeyReused, wire.ErrorData{Reason: ledger.ReasonKeyReused, Key: key}, msg)
 	}
 	st, ok := StateOf(err)
 	if !ok {
@@ -51,7 +53,7 @@ func RowError(st ledger.State, key, msg string) *jsonrpc.Error {
 		return nil
 	}
 	d := wire.ErrorData{Reason: row.Reason, Key: key, State: string(row.State)}
-	if row.Code == wire.CodeInProgress {
+	if row.Code == ledger.CodeInProgress {
 		d.RetryAfterMs = wire.RetryAfterMs(time.Second)
 	}
 	return rpcError(row.Code, d, msg)
@@ -77,7 +79,7 @@ func answer(ctx context.Context, p *mcp.CallToolParams, err error) (mcp.Result, 
 		return nil, je
 	}
 	st, named := StateOf(err)
-	if ctx.Err() != nil && st != ledger.StateUnknown {
+	if ctx.Err() != nil && (!named || ledger.RowOf(st).Act != ledger.ActReconcile) {
 		// The runtime gave up before the call could have run (or while it
 		// waited on another's): its context's error, which err wraps, as
 		// a bare session gives. A call that may have run is UNKNOWN,
@@ -86,7 +88,7 @@ func answer(ctx context.Context, p *mcp.CallToolParams, err error) (mcp.Result, 
 	}
 	switch {
 	case errors.Is(err, ledger.ErrInvalidKey):
-		return nil, rpcError(wire.CodeKeyRequired, wire.ErrorData{Reason: wire.ReasonKeyInvalid}, err.Error())
+		return nil, rpcError(ledger.CodeKeyRequired, wire.ErrorData{Reason: ledger.ReasonKeyInvalid}, err.Error())
 	case errors.Is(err, ErrArgumentsTooLarge), !named && badArguments(p):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
@@ -101,7 +103,7 @@ func answer(ctx context.Context, p *mcp.CallToolParams, err error) (mcp.Result, 
 	// DENIED, and REJECTED by no one's answer: the row answers with an
 	// isError result that names the key and the state.
 	text, key := err.Error(), ""
-	if ce, ok := errors.AsType[*Error](err); ok {
+	if ce, ok := errs.AsType[*Error](err); ok {
 		key = ce.Key
 		if ce.Text != "" {
 			text = ce.Text

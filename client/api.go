@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,17 +30,27 @@ var (
 )
 
 type (
-	// Error is a call that did not complete (caller.Error).
+	// Error is a call that did not complete: the same type in every
+	// adapter ([caller.Error]; mcpgo.Error too), so errors.As finds it
+	// whichever SDK made the call. Its fields: Tool, and Key, the key of
+	// the call's record; State, the record's state when there is one;
+	// Text, a short text a model can read (what happened, when, what to
+	// do next); Err, the cause, whose chain holds the sentinel
+	// (ErrOutcomeUnknown, ErrDenied, ledger.ErrInProgress …).
 	Error = caller.Error
-	// Decision is a person's answer to a queued call (caller.Decision).
-	Decision = caller.Decision
-	// Queued is what a queued record's owner says about the call.
+	// Queued is what a queued record's owner says about the call
+	// ([ledger.Queued]): its Requester and PolicyVersion, whether a person
+	// Approved it already, and whether its policy requires an approver
+	// other than the requester (Distinct, when DistinctKnown).
 	Queued = caller.Queued
 	// UpstreamApproval is beside ErrAwaitingApproval when the call waits
-	// for a person at the server it was sent to.
+	// for a person at the server it was sent to (an agentctl proxy that
+	// queued it): Key is the call's key in that server's ledger
+	// ([caller.UpstreamApproval]).
 	UpstreamApproval = caller.UpstreamApproval
-	// ReplayMarker is the value of _meta["io.github.mcpledger/replay"] on a
-	// replayed result.
+	// ReplayMarker is the value of _meta["io.github.mcpledger/replay"] on
+	// a replayed result ([wire.Replay]): Key, State, FirstAt, Attempts,
+	// and Compacted and Reconciled when they apply.
 	ReplayMarker = wire.Replay
 )
 
@@ -75,19 +86,73 @@ func WithConfirmer(ctx context.Context, c confirm.Confirmer) context.Context {
 	return caller.WithConfirmer(ctx, c)
 }
 
-// Decide records d on the queued call id (caller.Decide).
+// Decision is a person's answer to a queued call, given from any process
+// (the CLI's ledger approve and deny, the web console). It has the fields
+// of [caller.Decision] and converts to it.
+type Decision struct {
+	// Approve, else deny (a denial needs a Reason).
+	Approve bool
+	// ForSession also approves later calls of the same tool in the
+	// record's session (tenant, session, tool) until Expires, while the
+	// policy keeps its version.
+	ForSession bool
+	// By is who decides (a verified identity: the OS account, the name
+	// of a console approver's token); Via is where ("agentctl",
+	// "console").
+	By     string
+	Via    string
+	Reason string
+	// For is how long a session approval stands (the call's approval
+	// expiry when zero).
+	For time.Duration
+	// DistinctApprover refuses an approval by the requester, as does the
+	// policy the call was queued under when it requires another approver
+	// (its record says so; the call enforces it again when it runs).
+	DistinctApprover bool
+	// PolicyVersion is the version of the policy DistinctApprover comes
+	// from. A call queued by an older build does not say what its policy
+	// requires: when PolicyVersion is set and is not the version the call
+	// was queued under, an approval by the requester is refused with
+	// ErrOtherPolicy rather than recorded for a call that may refuse it.
+	PolicyVersion string
+	Now           func() time.Time // time.Now when nil
+}
+
+// Decide records d on the queued call id: an approval stays on the record,
+// PENDING_APPROVAL until the same expiry, for the next call with the key
+// to consume; a denial makes it DENIED, and that call gets the denial
+// ([caller.Decide]).
 func Decide(ctx context.Context, st ledger.Store, id ledger.ID, d Decision) (*ledger.Record, error) {
-	return caller.Decide(ctx, st, id, d)
+	return caller.Decide(ctx, st, id, caller.Decision(d))
 }
 
 // Reconcile settles an UNKNOWN record once someone found out what
 // happened; see guard.Reconcile.
 func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
-	return guard.Reconcile(ctx, st, id, r)
+	return guard.Reconcile(ctx, st, id, guard.Reconciliation(r))
 }
 
-// Reconciliation is what someone found out about an UNKNOWN call.
-type Reconciliation = guard.Reconciliation
+// Reconciliation is what someone found out about an UNKNOWN call. It has
+// the fields of [guard.Reconciliation] and converts to it.
+type Reconciliation struct {
+	// As is ledger.StateSucceeded (found), ledger.StateFailed (the tool
+	// refused it) or ledger.StateRetryable (provably not run: the next
+	// call with the key runs it).
+	As ledger.State
+	// By and Note say who found out and how; At is when (now when zero),
+	// for the text kept on the record (the ledger stamps the resolution
+	// with its own clock).
+	By, Note string
+	At       time.Time
+	// Method is how it was found out (ledger.MethodPerson when empty).
+	Method ledger.Method
+	// Result is what every later duplicate gets back: the tool's own
+	// result as its SDK's type (a go-sdk or mcp-go CallToolResult, encoded
+	// as JSON) or raw JSON. Nil stores one text result that says who
+	// reconciled it and why (isError for FAILED), marked in _meta. A
+	// RETRYABLE record keeps no result.
+	Result any
+}
 
 // QueuedCall reports whether r is a queued call (caller.QueuedCall).
 func QueuedCall(r *ledger.Record) (Queued, bool) { return caller.QueuedCall(r) }
@@ -104,10 +169,5 @@ func StateOf(err error) (ledger.State, bool) { return caller.StateOf(err) }
 // its _meta. Apart from that one _meta entry the result marshals to the
 // stored JSON.
 func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	res, err := codec{}.Decode(rec.Result)
-	if err != nil {
-		return nil, err
-	}
-	codec{}.Mark(res, wire.Marker(rec))
-	return res, nil
+	return caller.Replay[*mcp.CallToolResult](codec{}, rec)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/mcptest"
 )
@@ -194,14 +195,14 @@ func newLedgerPart(b *testing.B) *ledgerPart {
 }
 
 func (l *ledgerPart) claim(b *testing.B, ctx context.Context, i int) ledger.ID {
-	args := fmt.Appendf(nil, `{"amount":1,"id":"%d"}`, i)
-	fp, err := ledger.Fingerprint(args)
+	doc := fmt.Appendf(nil, `{"amount":1,"id":"%d"}`, i)
+	fp, err := args.Fingerprint(doc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: fmt.Sprintf("k%d", i)}
 	if _, err := l.st.Claim(ctx, ledger.ClaimRequest{
-		ID: id, Session: "s-0123456789abcdef", Fingerprint: fp, Arguments: args,
+		ID: id, Session: "s-0123456789abcdef", Fingerprint: fp, Arguments: doc,
 		Owner: l.owner, Lease: ledger.DefaultLease, Retention: 24 * time.Hour,
 	}); err != nil {
 		b.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,11 +22,12 @@ const (
 	ArgKey        = wire.ArgKey
 )
 
-// Options configure a Client (caller.Options, which every client adapter
-// shares). The zero value (or nil) means the defaults.
-type Options = caller.Options
-
-// Outcome is a completed call and how it was answered.
+// Outcome is a completed call and how it was answered ([caller.Outcome]
+// over go-sdk's result): Result, the tool's result (a replay's carries
+// the replay marker in its _meta); Key, the call's key; Replayed, the
+// result came from the ledger, not a new execution; Record, the ledger
+// record; Attempts, the requests this call sent (0 for a replay); and
+// Decision, the re-planning guard's verdict when it was consulted.
 type Outcome = caller.Outcome[*mcp.CallToolResult]
 
 // ConnectFunc opens a new session to the same server. The Client calls it to
@@ -38,27 +37,35 @@ type ConnectFunc func(ctx context.Context) (*mcp.ClientSession, error)
 // Client makes tool calls through a ledger: package caller's one
 // orchestration, over a go-sdk session. It is safe for concurrent use.
 type Client struct {
-	c       *caller.Caller[*mcp.CallToolParams, *mcp.CallToolResult]
-	connect ConnectFunc
+	c *caller.Caller[*mcp.CallToolParams, *mcp.CallToolResult]
+	// link holds the session, replaces it through the connect function
+	// when it dies, and caches the server's tool list.
+	link caller.Link[*mcp.ClientSession]
 	// next, under a Middleware, is the rest of the go-sdk client's sending
 	// chain: attempts go through it, since session.CallTool would enter
 	// the middleware again. Nil for a wrapper.
 	next mcp.MethodHandler
-
-	// mu guards session and tools.
-	mu      sync.Mutex
-	session *mcp.ClientSession
-	tools   map[string]*caller.Tool // nil: not loaded
-	toolsAt time.Time
-
-	// ended lists the sessions whose server process has exited.
-	ended endedSessions
 }
 
 // New wraps an open session. A dead session is not replaced; use Dial for that.
 func New(session *mcp.ClientSession, store ledger.Store, opts *Options) *Client {
-	c := &Client{session: session}
-	c.c = caller.New(store, opts, (*conn)(c), codec{}, "client")
+	return newClient(session, nil, nil, store, opts, "client")
+}
+
+// newClient makes a Client whose attempts go out on session (nil: the
+// first call connects), through next when it is a Middleware's, and
+// replaces a dead session through connect when it is not nil.
+func newClient(session *mcp.ClientSession, connect ConnectFunc, next mcp.MethodHandler, store ledger.Store, opts *Options, component string) *Client {
+	c := &Client{next: next}
+	c.c = caller.New(store, opts.core(), (*conn)(c), codec{}, component)
+	o := c.c.Options()
+	c.link = caller.Link[*mcp.ClientSession]{
+		Connect: connect, Close: (*mcp.ClientSession).Close, Dead: deadSession, ListTools: listTools,
+		ChildProcess: o.ChildProcess, Now: o.Now, Log: c.c.Log(),
+	}
+	if session != nil {
+		c.link.Use(session)
+	}
 	return c
 }
 
@@ -66,12 +73,10 @@ func New(session *mcp.ClientSession, store ledger.Store, opts *Options) *Client 
 // session when it dies (a stdio server that exited, say), so an interrupted
 // call is retried with the same key on a new session.
 func Dial(ctx context.Context, connect ConnectFunc, store ledger.Store, opts *Options) (*Client, error) {
-	s, err := connect(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("client: connect: %w", err)
+	c := newClient(nil, connect, nil, store, opts, "client")
+	if _, err := c.link.Open(ctx); err != nil {
+		return nil, errors.Join(err, c.c.Close())
 	}
-	c := New(s, store, opts)
-	c.connect = connect
 	return c, nil
 }
 
@@ -101,7 +106,7 @@ func (c *Client) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.Call
 // that differs from the idempotency_key argument's, are refused before
 // anything is recorded with an error whose chain holds a -32602
 // *jsonrpc.Error (invalid params), as a server would answer them, and
-// ledger.ErrInvalidArguments or caller.ErrKeysDiffer.
+// ErrInvalid of ledger/args or caller.ErrKeysDiffer.
 func (c *Client) Call(ctx context.Context, p *mcp.CallToolParams) (*Outcome, error) {
 	if p == nil || p.Name == "" {
 		return nil, errors.New("client: CallTool needs a tool name")
@@ -136,11 +141,7 @@ func metaKey(ctx context.Context, p *mcp.CallToolParams) (context.Context, error
 }
 
 // Session returns the current session.
-func (c *Client) Session() *mcp.ClientSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.session
-}
+func (c *Client) Session() *mcp.ClientSession { return c.link.Current() }
 
 // Repeatable runs fn, a request that is safe to send twice (a list, a
 // read, a prompt; never a tool call, which goes through CallTool), on the
@@ -148,23 +149,7 @@ func (c *Client) Session() *mcp.ClientSession {
 // has a connect function, it runs fn once more on a new session, which
 // later tool calls use too.
 func (c *Client) Repeatable(ctx context.Context, fn func(ctx context.Context, s *mcp.ClientSession) error) error {
-	s := c.Session()
-	if s == nil {
-		var err error
-		if s, err = c.reconnect(ctx, nil); err != nil {
-			return err
-		}
-	}
-	err := fn(ctx, s)
-	if err == nil || c.connect == nil || !deadSession(err) || ctx.Err() != nil {
-		return err
-	}
-	c.c.Log().Info("session gone; reconnecting", "err", err)
-	s, rerr := c.reconnect(ctx, s)
-	if rerr != nil {
-		return errors.Join(err, rerr)
-	}
-	return fn(ctx, s)
+	return c.link.Repeatable(ctx, fn)
 }
 
 // LedgerServer is an MCP server with ledger_status and ledger_list over
@@ -179,24 +164,14 @@ func (c *Client) LedgerServer() *mcp.Server {
 // Close closes the current session and writes the call events still
 // queued. The store is the caller's to close, after the Client.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	s := c.session
-	c.session = nil
-	c.mu.Unlock()
-	err := c.c.Close()
-	if s == nil {
-		return err
-	}
-	return errors.Join(s.Close(), err)
+	return errors.Join(c.link.End(), c.c.Close())
 }
 
 // ToolListChanged drops the cached tool list. Wire it as
 // mcp.ClientOptions.ToolListChangedHandler (through a closure when the
 // Client is made after the mcp.Client).
 func (c *Client) ToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
-	c.mu.Lock()
-	c.tools = nil
-	c.mu.Unlock()
+	c.link.ToolsChanged(nil)
 }
 
 // continuation sends a multi-round-trip continuation (inputResponses,
@@ -229,32 +204,4 @@ func (c *Client) continuation(ctx context.Context, p *mcp.CallToolParams) (*Outc
 		return &Outcome{Result: res, Key: key, Attempts: 1}, nil
 	}
 	return c.c.Continued(ctx, p.Name, key, res, nil)
-}
-
-// reconnect replaces dead when it is still the current session. It reports
-// whether a usable session is now in place.
-func (c *Client) reconnect(ctx context.Context, dead *mcp.ClientSession) (*mcp.ClientSession, error) {
-	if c.connect == nil {
-		return nil, errors.New("client: session is closed and no connect function was given (use client.Dial)")
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.session != dead && c.session != nil {
-		return c.session, nil
-	}
-	if dead != nil {
-		err := dead.Close()
-		if err != nil {
-			c.c.Log().Debug("close dead session", "err", err)
-		}
-		c.ended.closed(dead, err, c.c.Options().ChildProcess)
-	}
-	s, err := c.connect(ctx)
-	if err != nil {
-		c.session = nil
-		return nil, fmt.Errorf("client: reconnect: %w", err)
-	}
-	c.session = s
-	c.tools = nil
-	return s, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,12 +26,9 @@ type conn Client
 // there is none.
 func (cn *conn) Send(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams]) (*mcp.CallToolResult, json.RawMessage, error) {
 	c := (*Client)(cn)
-	s := c.Session()
-	if s == nil {
-		var err error
-		if s, err = c.reconnect(ctx, nil); err != nil {
-			return nil, nil, Neutral(err) // never sent: a connect failure
-		}
+	s, err := c.link.Open(ctx)
+	if err != nil {
+		return nil, nil, Neutral(err) // never sent: a connect failure
 	}
 	a.Via = s
 	telemetry.CallFrom(ctx).SetSession(sessionOf(s))
@@ -86,31 +82,27 @@ func params(a *caller.Attempt[*mcp.CallToolParams]) *mcp.CallToolParams {
 	for k, v := range from {
 		meta[k] = v
 	}
-	var args any = a.Args
-	if a.Keyed {
-		meta[wire.MetaKey] = a.Key
-		if a.Fence.Token > 0 {
-			meta[wire.MetaFence] = a.Fence.Token
-			meta[wire.MetaFenceScope] = a.Fence.Scope
-		}
-		if a.KeyArg {
-			args = caller.WithKeyArg(a.Args, a.Key)
-		}
-	}
+	args := a.Wire(meta)
 	return &mcp.CallToolParams{Meta: meta, Name: a.Tool, Arguments: args}
 }
 
 // Repair reconnects when err shows the attempt's session is gone.
 func (cn *conn) Repair(ctx context.Context, a *caller.Attempt[*mcp.CallToolParams], err error) {
-	c := (*Client)(cn)
-	s, _ := a.Via.(*mcp.ClientSession)
-	if c.connect == nil || s == nil || !deadSession(err) {
-		return
-	}
-	if _, rerr := c.reconnect(ctx, s); rerr != nil {
-		c.c.Log().Warn("reconnect failed", "err", rerr)
-	}
+	cn.link.Repair(ctx, a.Via, err)
 }
+
+// Tool returns the server's definition of name, or nil when the server
+// does not list it.
+func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
+	return cn.link.Tool(ctx, name)
+}
+
+// Exited reports whether the server process of the session an attempt
+// went out on (via) has exited: the server is a child process
+// (Options.ChildProcess) and the session was closed, which for go-sdk's
+// CommandTransport waits for the process to exit. A probe then believes
+// an absent answer about a call sent on it at once (caller.Exiter).
+func (cn *conn) Exited(via any) bool { return cn.link.Exited(via) }
 
 // Server is what the current session's server said at initialize.
 func (cn *conn) Server() caller.Server {
@@ -133,39 +125,16 @@ func (cn *conn) Server() caller.Server {
 	return out
 }
 
-// toolsTTL bounds how stale the cached tool list may get when the server
-// sends no list-changed notifications.
-const toolsTTL = time.Minute
-
-// Tool returns the server's definition of name, or nil when the server
-// does not list it.
-func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
-	c := (*Client)(cn)
-	now := c.c.Options().Now()
-	c.mu.Lock()
-	tools, at, s := c.tools, c.toolsAt, c.session
-	c.mu.Unlock()
-	if tools != nil && now.Sub(at) < toolsTTL {
-		if t, ok := tools[name]; ok {
-			return t, nil
-		}
-	}
-	if s == nil {
-		return nil, fmt.Errorf("client: %w", mcp.ErrConnectionClosed)
-	}
-	fresh := map[string]*caller.Tool{}
+// listTools is the server's tool list on s, every page.
+func listTools(ctx context.Context, s *mcp.ClientSession) ([]*caller.Tool, error) {
+	var list []*caller.Tool
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("client: list tools: %w", err)
+			return nil, err
 		}
-		fresh[t.Name] = toolOf(t)
+		list = append(list, toolOf(t))
 	}
-	c.mu.Lock()
-	if c.session == s {
-		c.tools, c.toolsAt = fresh, now
-	}
-	c.mu.Unlock()
-	return fresh[name], nil
+	return list, nil
 }
 
 // toolOf is what the caller needs of a go-sdk tool definition.

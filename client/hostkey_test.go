@@ -3,9 +3,10 @@ package client_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mcpledger/mcpledger/internal/errs"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,7 +95,7 @@ func TestClientRefusesMalformedParams(t *testing.T) {
 	}
 	check := func(t *testing.T, door string, err error, mention []string) {
 		t.Helper()
-		je, ok := errors.AsType[*jsonrpc.Error](err)
+		je, ok := errs.AsType[*jsonrpc.Error](err)
 		if !ok || je.Code != jsonrpc.CodeInvalidParams {
 			t.Fatalf("%s: error %v; want -32602 invalid params", door, err)
 		}

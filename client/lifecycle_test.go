@@ -16,6 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/server"
@@ -125,9 +126,9 @@ func deadOwner(t *testing.T) string { return ledgertest.DeadOwner(t, "agentctl")
 func TestDeadOwnerMidCallIsUnknownAtOnce(t *testing.T) {
 	f := newFixture(t, nil, &client.Options{InProgressWait: time.Hour})
 	ctx := context.Background()
-	args, _ := ledger.Fingerprint([]byte(`{"amount":1,"id":"a"}`))
+	fp, _ := args.Fingerprint([]byte(`{"amount":1,"id":"a"}`))
 	cl, err := f.store.Claim(ctx, ledger.ClaimRequest{
-		ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "order-11"}, Fingerprint: args,
+		ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "order-11"}, Fingerprint: fp,
 		Owner: deadOwner(t), Lease: time.Hour,
 	})
 	if err != nil || !cl.Won {
@@ -150,9 +151,9 @@ func TestDeadOwnerMidCallIsUnknownAtOnce(t *testing.T) {
 func TestDeadPromptIsRejectedAndRunsAgain(t *testing.T) {
 	f := newFixture(t, nil, &client.Options{Policy: ask(), Confirmer: approveOnce, InProgressWait: time.Hour})
 	ctx := context.Background()
-	args, _ := ledger.Fingerprint([]byte(`{"amount":1,"id":"a"}`))
+	fp, _ := args.Fingerprint([]byte(`{"amount":1,"id":"a"}`))
 	cl, err := f.store.Claim(ctx, ledger.ClaimRequest{
-		ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "order-12"}, Fingerprint: args,
+		ID: ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: "order-12"}, Fingerprint: fp,
 		Owner: deadOwner(t), Lease: time.Hour, NeedsApproval: true,
 	})
 	if err != nil || !cl.Won {

@@ -120,8 +120,7 @@ func (m *Middleware) clientFor(s *mcp.ClientSession, next mcp.MethodHandler) (*C
 	if c, ok := m.clients[s]; ok {
 		return c, nil
 	}
-	c := &Client{session: s, next: next}
-	c.c = caller.New(m.store, &m.opts, (*conn)(c), codec{}, "middleware")
+	c := newClient(s, nil, next, m.store, &m.opts, "middleware")
 	m.clients[s] = c
 	go m.forgetWhenDone(s, c)
 	return c, nil
@@ -167,7 +166,7 @@ func (m *Middleware) ToolListChanged(ctx context.Context, req *mcp.ToolListChang
 // the calls this Middleware records: its tenant, ledger session and layer.
 // ConnectLedger serves it to the same runtime.
 func (m *Middleware) LedgerServer() *mcp.Server {
-	return ledgerServer(m.store, m.opts)
+	return ledgerServer(m.store, caller.Options(m.opts))
 }
 
 // ConnectLedger serves LedgerServer in-process over in-memory transports
@@ -212,7 +211,7 @@ func (m *Middleware) Close() error {
 // with o: its tenant, session and layer, and its per-tool argument
 // exclusions, so that ledger_status asked by arguments finds a call just
 // as the re-planning guard does.
-func ledgerServer(store ledger.Store, o Options) *mcp.Server {
+func ledgerServer(store ledger.Store, o caller.Options) *mcp.Server {
 	exclude := map[string][]string{}
 	for name, t := range o.Tools {
 		if len(t.Exclude) > 0 {

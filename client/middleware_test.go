@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -176,16 +178,16 @@ func TestMiddlewareAnswersAsAKeyAwareServer(t *testing.T) {
 		text   string // in the message or the result's text
 	}{
 		{name: "key reused", first: write("a", 1), ctxKey: "k1", call: write("a", 2),
-			code: wire.CodeKeyReused, runs: 1, text: "already used"},
+			code: ledger.CodeKeyReused, runs: 1, text: "already used"},
 		{name: "lost answer", fault: ptr(mcptest.DropAfterExecute()), ctxKey: "k1", call: write("a", 1),
-			code: wire.CodeOutcomeUnknown, state: ledger.StateUnknown, runs: 1, text: "outcome is unknown"},
+			code: ledger.CodeOutcomeUnknown, state: ledger.StateUnknown, runs: 1, text: "outcome is unknown"},
 		{name: "key breaks the rules", ctxKey: "no spaces", call: write("a", 1),
-			code: wire.CodeKeyRequired, runs: 0, text: "key"},
+			code: ledger.CodeKeyRequired, runs: 0, text: "key"},
 		{name: "_meta key of another value than the context's", ctxKey: "k1",
 			call: &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"id": "a", "amount": 1}, Meta: mcp.Meta{wire.MetaKey: "k2"}},
-			code: wire.CodeKeyRequired, runs: 0, text: "k2"},
+			code: ledger.CodeKeyRequired, runs: 0, text: "k2"},
 		{name: "queued", policy: queue, ctxKey: "k1", call: write("a", 1),
-			code: wire.CodeInProgress, state: ledger.StatePendingApproval, runs: 0, text: "awaits a person's approval"},
+			code: ledger.CodeInProgress, state: ledger.StatePendingApproval, runs: 0, text: "awaits a person's approval"},
 		{name: "denied", policy: deny, ctxKey: "k1", call: write("a", 1),
 			state: ledger.StateDenied, runs: 0, text: "denied"},
 		{name: "unknown tool", ctxKey: "k1", call: &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{}},
@@ -245,7 +247,7 @@ func TestMiddlewareKeyReuseIsTheWrappersError(t *testing.T) {
 	_, err := f.session.CallTool(ctx, write("a", 2))
 	je, _ := rpcErrorOf(t, err)
 	_, werr := w.c.CallTool(ctx, write("a", 2))
-	ce, ok := errors.AsType[*client.Error](werr)
+	ce, ok := errs.AsType[*client.Error](werr)
 	if !ok || !errors.Is(werr, ledger.ErrKeyReused) {
 		t.Fatalf("wrapper error = %v; want a *client.Error with ledger.ErrKeyReused", werr)
 	}
@@ -428,7 +430,7 @@ func TestMiddlewareCancelledCall(t *testing.T) {
 		}()
 		_, err := f.session.CallTool(ctx, write("a", 1))
 		je, d := rpcErrorOf(t, err)
-		if je.Code != wire.CodeOutcomeUnknown || d.State != string(ledger.StateUnknown) || d.Key != "gave-up-1" {
+		if je.Code != ledger.CodeOutcomeUnknown || d.State != string(ledger.StateUnknown) || d.Key != "gave-up-1" {
 			t.Fatalf("CallTool = %d %q, data %+v; want -31003 UNKNOWN for gave-up-1", je.Code, je.Message, d)
 		}
 		if rec := settled(t, f.store, "write", "gave-up-1"); rec.State != ledger.StateUnknown {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -127,11 +128,11 @@ var payArgs = map[string]any{"amount": 5}
 // strandUnknown leaves key UNKNOWN, as a call whose answer was lost does.
 func strandUnknown(t testing.TB, st ledger.Store, key string) *ledger.Record {
 	t.Helper()
-	args, err := json.Marshal(payArgs)
+	doc, err := json.Marshal(payArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := ledger.Fingerprint(args)
+	fp, err := args.Fingerprint(doc)
 	if err != nil {
 		t.Fatal(err)
 	}

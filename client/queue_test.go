@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
@@ -18,6 +20,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
+	"github.com/mcpledger/mcpledger/ledger/process"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/mcptest"
 )
@@ -113,7 +116,7 @@ func (f *queueFixture) queued(t *testing.T, ctx context.Context, p *mcp.CallTool
 	if guard.Err() != nil {
 		t.Fatalf("queued call = %v after a minute; want an answer without an approval", err)
 	}
-	ce, ok := errors.AsType[*client.Error](err)
+	ce, ok := errs.AsType[*client.Error](err)
 	if !errors.Is(err, client.ErrAwaitingApproval) || !ok || ce.Key == "" || ce.State != ledger.StatePendingApproval {
 		t.Fatalf("Call = %v; want ErrAwaitingApproval with the key, PENDING_APPROVAL", err)
 	}
@@ -151,7 +154,7 @@ func TestQueuedApprovalRunsOnceForConcurrentCallers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q, ok := client.QueuedCall(rec); !ok || q.Requester != "alice" || q.Approved || ledger.OwnerGone(rec.Owner) {
+		if q, ok := client.QueuedCall(rec); !ok || q.Requester != "alice" || q.Approved || process.Gone(rec.Owner) {
 			t.Fatalf("queued record owner %q = %+v, %v; want a queue owner requested by alice that no process exit ends", rec.Owner, q, ok)
 		}
 		if want := f.clock.Now().Add(confirm.DefaultApprovalExpiry); !rec.LeaseUntil.Equal(want) {
@@ -219,7 +222,7 @@ func TestQueuedDenial(t *testing.T) {
 		if !errors.Is(err, client.ErrDenied) {
 			t.Fatalf("re-run after the denial = %v; want ErrDenied", err)
 		}
-		if ce, _ := errors.AsType[*client.Error](err); ce == nil || !strings.Contains(ce.Text, "not this month") {
+		if ce, _ := errs.AsType[*client.Error](err); ce == nil || !strings.Contains(ce.Text, "not this month") {
 			t.Errorf("model text %v does not give the reason", err)
 		}
 		if n := f.srv.TotalExecutions(); n != 0 {
@@ -332,7 +335,7 @@ func TestQueueWhenTheConfirmerFindsNoOne(t *testing.T) {
 	f := newQueueFixture(t, ledgers[0], &client.Options{Policy: p, Confirmer: confirm.Chain()})
 	ce := f.queued(t, client.WithKey(context.Background(), "order-12"), write("a", 1))
 	rec := record(t, f.caller, "write", ce.Key)
-	if q, ok := client.QueuedCall(rec); !ok || ledger.OwnerGone(rec.Owner) || rec.Fence != 2 {
+	if q, ok := client.QueuedCall(rec); !ok || process.Gone(rec.Owner) || rec.Fence != 2 {
 		t.Fatalf("record owner %q fence %d = %+v, %v; want the queue's, fence 2 (claimed again after no one could be asked)", rec.Owner, rec.Fence, q, ok)
 	}
 	f.decide(t, ce.Key, client.Decision{Approve: true, By: "bob"})

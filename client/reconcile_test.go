@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/mcptest"
 )
 
@@ -17,7 +18,7 @@ import (
 // would: claimed, then expired.
 func strand(t *testing.T, st ledger.Store, key string, lease time.Duration) ledger.ID {
 	t.Helper()
-	fp, err := ledger.Fingerprint([]byte(`{"id":"a","amount":1}`))
+	fp, err := args.Fingerprint([]byte(`{"id":"a","amount":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,41 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"github.com/mcpledger/mcpledger/internal/metrictest"
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/telemetry"
 )
 
 // resolvedBy sums mcpledger.unknown.resolved{method} as reader has it.
-func resolvedBy(t *testing.T, reader *sdkmetric.ManualReader, method ledger.Method) int64 {
+func resolvedBy(t *testing.T, reader *metrictest.Recorder, method ledger.Method) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("Collect: %v", err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricUnknownResolved {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				t.Fatalf("%s is %T; want a counter", m.Name, m.Data)
-			}
-			for _, p := range sum.DataPoints {
-				if v, _ := p.Attributes.Value(telemetry.AttrResolutionMethod); v == attribute.StringValue(string(method)) {
-					n += p.Value
-				}
-			}
-		}
-	}
-	return n
+	return reader.Sum(telemetry.MetricUnknownResolved, telemetry.AttrResolutionMethod.String(string(method)))
 }
 
 // A probe's resolution is counted as method "probe", inline (a call meets
@@ -48,8 +26,8 @@ func resolvedBy(t *testing.T, reader *sdkmetric.ManualReader, method ledger.Meth
 // that finds nothing conclusive is not.
 func TestProbeResolutionsAreCounted(t *testing.T) {
 	ctx := context.Background()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader := &metrictest.Recorder{}
+	mp := reader
 	pc := newProbeClient(t, probePolicy, func(o *client.Options) { o.MeterProvider = mp })
 	strandUnknown(t, pc.store, "m-inline")
 	pc.shop.pretendPaid("m-inline", "pay_lost")
@@ -79,8 +57,8 @@ func TestProbeResolutionsAreCounted(t *testing.T) {
 // A re-send of an UNKNOWN call to a key-aware server that answers is
 // counted as method "resend".
 func TestResendResolutionIsCounted(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader := &metrictest.Recorder{}
+	mp := reader
 	f := newFixture(t, &mcptest.Options{Idempotent: true}, &client.Options{MeterProvider: mp})
 	id := strand(t, f.store, "m-resend", time.Minute)
 	if _, err := f.store.Transition(context.Background(), ledger.Transition{
@@ -97,6 +75,20 @@ func TestResendResolutionIsCounted(t *testing.T) {
 	if got := resolvedBy(t, reader, ledger.MethodProbe); got != 0 {
 		t.Errorf("resolved{probe} = %d; want 0", got)
 	}
+	wantResendFinding(t, f, id)
+}
+
+// wantResendFinding checks that the record of id says a re-send settled
+// its UNKNOWN: found, by method resend.
+func wantResendFinding(t *testing.T, f *fixture, id ledger.ID) {
+	t.Helper()
+	rec, err := f.store.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rec.Reconciled; r == nil || r.Verdict != ledger.VerdictFound || r.Method != ledger.MethodResend || r.Since.IsZero() {
+		t.Errorf("the re-sent record's resolution = %+v; want found by %s, with when it became UNKNOWN", r, ledger.MethodResend)
+	}
 }
 
 // Resend settles an UNKNOWN record without a call, as a background sweep
@@ -106,13 +98,13 @@ func TestResendWithoutACall(t *testing.T) {
 	ctx := context.Background()
 	unknown := func(f *fixture, key string) *ledger.Record {
 		t.Helper()
-		args := []byte(`{"id":"a","amount":1}`)
-		fp, err := ledger.Fingerprint(args)
+		doc := []byte(`{"id":"a","amount":1}`)
+		fp, err := args.Fingerprint(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := ledger.ID{Layer: ledger.LayerClient, Tenant: "default", Tool: "write", Key: key}
-		cl, err := f.store.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: args, Owner: "crashed-process", Lease: time.Minute})
+		cl, err := f.store.Claim(ctx, ledger.ClaimRequest{ID: id, Fingerprint: fp, Arguments: doc, Owner: "crashed-process", Lease: time.Minute})
 		if err != nil {
 			t.Fatalf("Claim = %v", err)
 		}
@@ -132,6 +124,7 @@ func TestResendWithoutACall(t *testing.T) {
 	if got := f.srv.Executions("bg-resend"); got != 1 {
 		t.Errorf("Executions = %d; want 1", got)
 	}
+	wantResendFinding(t, f, rec.ID)
 	plain := newFixture(t, nil, nil)
 	rec = unknown(plain, "bg-plain")
 	if _, err := plain.c.Resend(ctx, rec); !errors.Is(err, client.ErrNoResend) {

@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpledger/mcpledger/internal/metrictest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/client"
@@ -29,28 +29,9 @@ func (s *claimCounter) Claim(ctx context.Context, req ledger.ClaimRequest) (ledg
 }
 
 // counted is the sum of the counter name over every attribute set.
-func counted(t *testing.T, reader *sdkmetric.ManualReader, name string) int64 {
+func counted(t *testing.T, reader *metrictest.Recorder, name string) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("collect metrics: %v", err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				t.Fatalf("%s is a %T; want a sum", m.Name, m.Data)
-			}
-			for _, dp := range sum.DataPoints {
-				n += dp.Value
-			}
-		}
-	}
-	return n
+	return reader.Sum(name)
 }
 
 // Clients that share Options.Finals and Options.Telemetry (as a proxy's,
@@ -63,10 +44,9 @@ func TestClientsShareFinalsAndTelemetry(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	real := openStore(t)
 	st := &claimCounter{Store: real}
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	tel := caller.NewTelemetry(real, &client.Options{MeterProvider: mp})
+	reader := &metrictest.Recorder{}
+	mp := reader
+	tel := client.NewTelemetry(real, &client.Options{MeterProvider: mp})
 	t.Cleanup(func() {
 		if err := tel.Close(context.Background()); err != nil {
 			t.Errorf("telemetry Close = %v", err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/planner/ledgertools"
@@ -162,16 +164,16 @@ func TestRepeatableReconnects(t *testing.T) {
 // A tool's own redaction rules (ledger.ToolSettings.Redact) apply to what
 // the ledger stores; the fingerprint still sees the real arguments.
 func TestPerToolRedaction(t *testing.T) {
-	f := newFixture(t, nil, &client.Options{Tools: ledger.Tools{"write": {Redact: &ledger.Redactor{Names: []string{"id"}}}}})
+	f := newFixture(t, nil, &client.Options{Tools: ledger.Tools{"write": {Redact: &redact.Redactor{Names: []string{"id"}}}}})
 	ctx := client.WithKey(context.Background(), "red-1")
 	if _, err := f.c.CallTool(ctx, write("customer-4711", 1)); err != nil {
 		t.Fatalf("CallTool = %v", err)
 	}
 	r := record(t, f.store, "write", "red-1")
-	if strings.Contains(string(r.Arguments), "customer-4711") || !strings.Contains(string(r.Arguments), ledger.Redacted) {
+	if strings.Contains(string(r.Arguments), "customer-4711") || !strings.Contains(string(r.Arguments), redact.Placeholder) {
 		t.Fatalf("stored arguments = %s; want the id redacted", r.Arguments)
 	}
-	fp, err := ledger.Fingerprint([]byte(`{"amount":1,"id":"customer-4711"}`))
+	fp, err := args.Fingerprint([]byte(`{"amount":1,"id":"customer-4711"}`))
 	if err != nil || r.Fingerprint != fp {
 		t.Fatalf("fingerprint = %s, %v; want the one of the real arguments %s", r.Fingerprint, err, fp)
 	}

@@ -13,7 +13,7 @@ import (
 // Request is what a person sees before a sensitive call.
 type Request struct {
 	Tenant, Session, Server, Tool, Key string
-	// Arguments are the call's arguments, already redacted (ledger.Redact).
+	// Arguments are the call's arguments, already redacted (redact.JSON).
 	Arguments json.RawMessage
 	// Hints are the tool's annotations; nil when the server sent none.
 	Hints *Hints
@@ -64,8 +64,11 @@ type Confirmer interface {
 
 // ErrNoConfirmer: there is no one to ask. The caller must fail closed (deny);
 // the message tells the person how to let the call through.
+//
+// The message speaks of the library's options; a program wraps it with
+// its own way out (agentctl names --yes and --policy).
 var ErrNoConfirmer = errors.New("confirm: no terminal and no elicitation-capable host to ask; " +
-	"approve with --yes, or allow the tool in the policy file (--policy)")
+	"give the caller a Confirmer (Options.Confirmer: confirm.Static approves), or allow the tool in its Policy (Options.Policy)")
 
 // ErrInputRequired: the confirmer must hand its question to the host and
 // the host call again with the answer (an MCP host on protocol 2026-07-28

@@ -76,10 +76,15 @@ func TestChain(t *testing.T) {
 		if !errors.Is(err, ErrNoConfirmer) {
 			t.Fatalf("Chain.Confirm = %v; want ErrNoConfirmer", err)
 		}
-		for _, want := range []string{"--yes", "policy"} {
+		// A Go program's answer speaks of the library's options, not of
+		// agentctl's flags.
+		for _, want := range []string{"Options.Confirmer", "Options.Policy"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("ErrNoConfirmer = %q; want it to name %s", err, want)
 			}
+		}
+		if strings.Contains(err.Error(), "--") {
+			t.Errorf("ErrNoConfirmer = %q; want no command-line flag in a library's text", err)
 		}
 	})
 }

@@ -63,7 +63,7 @@ func ExampleChain() {
 	answer, _ := confirm.Chain(nobody, yes).Confirm(context.Background(), confirm.Request{Tool: "create_payment"})
 	fmt.Println(answer.Decision, answer.By)
 	// Output:
-	// confirm: no terminal and no elicitation-capable host to ask; approve with --yes, or allow the tool in the policy file (--policy)
+	// confirm: no terminal and no elicitation-capable host to ask; give the caller a Confirmer (Options.Confirmer: confirm.Static approves), or allow the tool in its Policy (Options.Policy)
 	// approved static
 }
 

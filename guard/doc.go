@@ -1,13 +1,14 @@
 // Package guard is the server side of mcpledger for any MCP SDK: it runs
 // each state-changing tool call once per (tenant, layer, tool, key) and
 // answers every repeat from the record of the first. It reads a request's
-// key, fence and tenant, claims the operation in a ledger.Store, runs the
+// key, fence and tenant, claims the operation in a [ledger.Store], runs the
 // handler under a renewed lease, judges how the handler ended (a result,
-// isError, a Go error, a panic, ErrNotRun, a refusal before it ran),
+// isError, a Go error, a panic, [ErrNotRun], a refusal before it ran),
 // replays the record to every duplicate, refuses stale fences, and sweeps
 // dead leases and expired records.
 //
-// It knows no MCP SDK. An adapter translates: package server for
+// It knows no MCP SDK. An adapter translates: package
+// [github.com/mcpledger/mcpledger/server] for
 // github.com/modelcontextprotocol/go-sdk, package mcpgo for
 // github.com/mark3labs/mcp-go. Each turns its SDK's request into a
 // [Request], its handler's return into an [End], and the [Answer] back into

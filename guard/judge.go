@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/compact"
 	"github.com/mcpledger/mcpledger/telemetry"
 )
 
@@ -162,7 +163,7 @@ func (g *Guard) judge(ctx context.Context, c *call, e End, p *panicked) (ledger.
 }
 
 // encode is the result as stored, compacted past MaxResult with the tool's
-// Compactor (ledger.Compact by default), the same rule the client ledger
+// Compactor (compact.Result by default), the same rule the client ledger
 // uses.
 func (g *Guard) encode(c *call, e End) (json.RawMessage, bool, error) {
 	if e.Encode == nil {
@@ -172,7 +173,7 @@ func (g *Guard) encode(c *call, e End) (json.RawMessage, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("guard: encoding result of %q: %w", c.id.Tool, err)
 	}
-	small, changed, err := ledger.Stored(raw, g.opts.MaxResult, c.policy.Compact)
+	small, changed, err := compact.Stored(raw, g.opts.MaxResult, c.policy.Compact)
 	if err != nil {
 		return nil, false, fmt.Errorf("guard: compacting result of %q: %w", c.id.Tool, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/process"
 	"github.com/mcpledger/mcpledger/wire"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -124,7 +125,7 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
-// NewOwner is a lease owner for a server process: ledger.NewOwner with
+// NewOwner is a lease owner for a server process: process.NewOwner with
 // label and a random suffix, unique per process, so a restarted process
 // never mistakes a dead predecessor's lease for its own, and a duplicate
 // on this host knows at once when the process that held a call is gone.
@@ -134,7 +135,7 @@ func NewOwner(label string) string {
 		// crypto/rand does not fail on supported platforms.
 		panic("guard: reading random bytes: " + err.Error())
 	}
-	return ledger.NewOwner(label + "-" + hex.EncodeToString(b[:]))
+	return process.NewOwner(label + "-" + hex.EncodeToString(b[:]))
 }
 
 // Capability is the value of the experimental capability a key-aware

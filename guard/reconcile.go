@@ -43,14 +43,14 @@ type Reconciliation struct {
 // and the console.
 func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliation) (*ledger.Record, error) {
 	to := r.As
-	if to != ledger.StateSucceeded && to != ledger.StateFailed && to != ledger.StateRetryable {
+	if v := ledger.RowOf(to).Verdict; v == "" || v == ledger.VerdictUnknown {
 		return nil, fmt.Errorf("reconcile as %s: want SUCCEEDED, FAILED or RETRYABLE (not run): %w", to, ledger.ErrIllegalTransition)
 	}
 	rec, err := st.Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
-	if rec.State != ledger.StateUnknown {
+	if ledger.RowOf(rec.State).Act != ledger.ActReconcile {
 		return rec, fmt.Errorf("%w: record %s (%s) is %s; only UNKNOWN records are reconciled", ledger.ErrStateChanged, rec.Key, rec.Tool, rec.State)
 	}
 	now := r.At
@@ -69,7 +69,7 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliat
 	var result json.RawMessage
 	switch res := r.Result.(type) {
 	case nil:
-		if to == ledger.StateRetryable {
+		if ledger.RowOf(to).Ran == ledger.RanNo {
 			break
 		}
 		text := fmt.Sprintf("%s (key %s): the outcome was unknown; %s.", rec.Tool, rec.Key, message)
@@ -88,7 +88,7 @@ func Reconcile(ctx context.Context, st ledger.Store, id ledger.ID, r Reconciliat
 				"as": string(to), "by": r.By, "at": now.Format(time.RFC3339), "note": r.Note,
 			}},
 			Content: []content{{Type: "text", Text: text}},
-			IsError: to == ledger.StateFailed,
+			IsError: ledger.RowOf(to).IsError,
 		}
 		if result, err = json.Marshal(out); err != nil {
 			return nil, fmt.Errorf("reconcile: encode the result: %w", err)

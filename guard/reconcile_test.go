@@ -49,7 +49,7 @@ func TestReconcilerPastItsBudgetIsUnknown(t *testing.T) {
 	for i := range 2 {
 		a := g.Call(ctx, req, fail)
 		var r *guard.Refusal
-		if !errors.As(a.Err, &r) || r.Code != wire.CodeOutcomeUnknown {
+		if !errors.As(a.Err, &r) || r.Code != ledger.CodeOutcomeUnknown {
 			t.Fatalf("call %d = %+v; want -31003", i, a)
 		}
 	}

@@ -42,17 +42,17 @@ func InvalidParams(msg string) *Refusal {
 
 // KeyRefusal answers a request whose key KeyOf or FenceOf refused.
 func KeyRefusal(tool, key string, err error) *Refusal {
-	reason := wire.ReasonKeyInvalid
+	reason := ledger.ReasonKeyInvalid
 	if errors.Is(err, wire.ErrKeyRequired) {
-		reason = wire.ReasonKeyRequired
+		reason = ledger.ReasonKeyRequired
 	}
-	return Refuse(wire.CodeKeyRequired, reason, key, "", fmt.Sprintf("tool %q: %v; %s", tool, err, wire.KeyHelp), 0)
+	return Refuse(ledger.CodeKeyRequired, reason, key, "", fmt.Sprintf("tool %q: %v; %s", tool, err, wire.KeyHelp), 0)
 }
 
 // StaleFence answers a request whose fence is lower than one already seen
 // for its key.
 func StaleFence(tool, key string, fence, seen int64) *Refusal {
-	return Refuse(wire.CodeInProgress, wire.ReasonStaleFence, key, "",
+	return Refuse(ledger.CodeInProgress, ledger.ReasonStaleFence, key, "",
 		fmt.Sprintf("tool %q: fence %d of this request is stale; key is at fence %d, a newer owner holds it (do not resend; ask the ledger for the outcome)", tool, fence, seen), 0)
 }
 
@@ -71,7 +71,7 @@ func Repeat(ctx context.Context, id ledger.ID, rec *ledger.Record, err error, re
 	tool, key := id.Tool, id.Key
 	switch {
 	case errors.Is(err, ledger.ErrKeyReused):
-		return Refuse(wire.CodeKeyReused, wire.ReasonKeyReused, key, stateOf(rec),
+		return Refuse(ledger.CodeKeyReused, ledger.ReasonKeyReused, key, stateOf(rec),
 			fmt.Sprintf("tool %q: idempotency key was first used with other arguments; nothing was run (use a new key for a different request)", tool), 0)
 	case errors.Is(err, ledger.ErrInProgress):
 		// The key is held by a running request: PROCESSING's answer,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/telemetry"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -29,20 +30,20 @@ func (g *Guard) prepare(ctx context.Context, req *Request) (*call, error) {
 	if req.ArgumentsErr != nil {
 		return nil, InvalidParams(fmt.Sprintf("tool %q: %v", tool, req.ArgumentsErr))
 	}
-	args, err := wire.DecodeArgs(req.Arguments)
+	decoded, err := wire.DecodeArgs(req.Arguments)
 	if err != nil {
 		return nil, InvalidParams(fmt.Sprintf("tool %q: %v", tool, err))
 	}
-	key, err := wire.KeyOf(req.Meta, args)
+	key, err := wire.KeyOf(req.Meta, decoded)
 	if err != nil {
 		return nil, KeyRefusal(tool, "", err)
 	}
 	fence, err := wire.FenceOf(req.Meta)
 	if err != nil {
-		return nil, Refuse(wire.CodeKeyRequired, wire.ReasonKeyInvalid, key, "", fmt.Sprintf("tool %q: %v", tool, err), 0)
+		return nil, Refuse(ledger.CodeKeyRequired, ledger.ReasonKeyInvalid, key, "", fmt.Sprintf("tool %q: %v", tool, err), 0)
 	}
 	if req.Check != nil {
-		if err := req.Check(args); err != nil {
+		if err := req.Check(decoded); err != nil {
 			return nil, InvalidParams(fmt.Sprintf("tool %q: invalid arguments: %v", tool, err))
 		}
 	}
@@ -56,11 +57,11 @@ func (g *Guard) prepare(ctx context.Context, req *Request) (*call, error) {
 		}
 	}
 	pol := g.opts.Tools.For(tool)
-	fp, err := ledger.Fingerprint(req.Arguments, pol.Exclude...)
+	fp, err := args.Fingerprint(req.Arguments, pol.Exclude...)
 	if err != nil {
 		return nil, InvalidParams(fmt.Sprintf("tool %q: %v", tool, err))
 	}
-	red, err := pol.Redact.Redact(req.Arguments)
+	red, err := pol.Redact.JSON(req.Arguments)
 	if err != nil {
 		return nil, InvalidParams(fmt.Sprintf("tool %q: %v", tool, err))
 	}

@@ -9,9 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"github.com/mcpledger/mcpledger/internal/metrictest"
 
 	"github.com/mcpledger/mcpledger/guard"
 	"github.com/mcpledger/mcpledger/ledger"
@@ -21,30 +19,9 @@ import (
 )
 
 // resolvedBy sums mcpledger.unknown.resolved{method} as reader has it.
-func resolvedBy(t *testing.T, reader *sdkmetric.ManualReader, method ledger.Method) int64 {
+func resolvedBy(t *testing.T, reader *metrictest.Recorder, method ledger.Method) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("Collect: %v", err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricUnknownResolved {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				t.Fatalf("%s is %T; want a counter", m.Name, m.Data)
-			}
-			for _, p := range sum.DataPoints {
-				if v, _ := p.Attributes.Value(telemetry.AttrResolutionMethod); v == attribute.StringValue(string(method)) {
-					n += p.Value
-				}
-			}
-		}
-	}
-	return n
+	return reader.Sum(telemetry.MetricUnknownResolved, telemetry.AttrResolutionMethod.String(string(method)))
 }
 
 // The guard's reconciler reports each resolution, inline (a call meets the
@@ -57,10 +34,10 @@ func TestReconcilerResolutionsAreCounted(t *testing.T) {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	reader := sdkmetric.NewManualReader()
+	reader := &metrictest.Recorder{}
 	var knows atomic.Bool
 	g := guard.New(st, &guard.Options{Logger: slog.New(slog.DiscardHandler),
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		MeterProvider: reader,
 		Reconcilers: map[string]guard.Reconciler{"pay": func(context.Context, guard.ReconcileRequest) (ledger.Finding, error) {
 			if !knows.Load() {
 				return ledger.Finding{Verdict: ledger.VerdictUnknown, Evidence: "no row yet"}, nil
@@ -137,30 +114,9 @@ func TestSweepIsNotStarvedByToolsWithoutReconciler(t *testing.T) {
 }
 
 // callsBy sums mcpledger.calls{outcome} as reader has it.
-func callsBy(t *testing.T, reader *sdkmetric.ManualReader, outcome ledger.Outcome) int64 {
+func callsBy(t *testing.T, reader *metrictest.Recorder, outcome ledger.Outcome) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("Collect: %v", err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricCalls {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				t.Fatalf("%s is %T; want a counter", m.Name, m.Data)
-			}
-			for _, p := range sum.DataPoints {
-				if v, _ := p.Attributes.Value(telemetry.AttrOutcome); v == attribute.StringValue(string(outcome)) {
-					n += p.Value
-				}
-			}
-		}
-	}
-	return n
+	return reader.Sum(telemetry.MetricCalls, telemetry.AttrOutcome.String(string(outcome)))
 }
 
 // A request refused because its key's record is UNKNOWN counts as the
@@ -172,9 +128,9 @@ func TestRefusedDuplicateCountsItsRowsOutcome(t *testing.T) {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	reader := sdkmetric.NewManualReader()
+	reader := &metrictest.Recorder{}
 	g := guard.New(st, &guard.Options{Logger: slog.New(slog.DiscardHandler),
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		MeterProvider: reader})
 	t.Cleanup(func() {
 		if err := g.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/telemetry"
-	"github.com/mcpledger/mcpledger/wire"
 )
 
 func newTelemetry(store ledger.Store, o Options) *telemetry.Telemetry {
@@ -18,7 +17,7 @@ func newTelemetry(store ledger.Store, o Options) *telemetry.Telemetry {
 	if el, ok := store.(ledger.EventLog); ok {
 		to.Events = el
 	}
-	if uc, ok := store.(telemetry.UnknownCounter); ok {
+	if uc := telemetry.CounterOf(store); uc != nil {
 		to.Unknown = uc
 	}
 	return telemetry.New(ledger.SideServer, to)
@@ -56,7 +55,7 @@ func repeated(rec *ledger.Record, err error) outcome {
 	case r.row != "":
 		// A state's answer (RefuseAs): that row's outcome.
 		return outcome{of: ledger.RowOf(r.row).Outcome, duplicate: true, state: recState(rec)}
-	case r.Code == wire.CodeKeyReused:
+	case r.Code == ledger.CodeKeyReused:
 		return outcome{of: ledger.OutcomeKeyConflict}
 	}
 	return outcome{of: ledger.OutcomeError}
@@ -73,7 +72,7 @@ func recState(rec *ledger.Record) ledger.State {
 func refused(err error) outcome {
 	var r *Refusal
 	switch {
-	case errors.As(err, &r) && (r.Code == wire.CodeKeyRequired || r.Code == ledger.CodeInvalidParams),
+	case errors.As(err, &r) && (r.Code == ledger.CodeKeyRequired || r.Code == ledger.CodeInvalidParams),
 		errors.Is(err, ledger.ErrInvalidTenant):
 		return outcome{of: ledger.OutcomeInvalid}
 	}

@@ -18,7 +18,7 @@ func (req ClaimRequest) Validate() error {
 	case req.Fingerprint == "":
 		return errors.New("ledger: claim: empty fingerprint")
 	case req.Owner == "":
-		return errors.New("ledger: claim: empty owner; a lease needs one (see ledger.NewOwner)")
+		return errors.New("ledger: claim: empty owner; a lease needs one (see process.NewOwner)")
 	case req.ReusePolicy != "" && req.ReusePolicy != Reexecute && req.ReusePolicy != Verify:
 		return fmt.Errorf("ledger: claim: unknown reuse policy %q", req.ReusePolicy)
 	case req.Lease < 0 || req.Retention < 0:

@@ -23,6 +23,41 @@ func (lc *Lifecycle) Resend(ctx context.Context, rec *Record) (*Record, error) {
 	return lc.move(ctx, rec, OnResend, Transition{Owner: lc.owner(), Lease: lc.lease()})
 }
 
+// Resent is what Settle keeps of a call re-sent from UNKNOWN: the
+// findings the record had when Resend took it over, and since when it
+// was UNKNOWN. An answer to the re-send that a reconciler's verdict could
+// have given (SUCCEEDED: found, FAILED: failed) settles the UNKNOWN, and
+// the record keeps it as the finding of MethodResend, as it keeps a
+// reconciler's; Record.Reconciled says how the UNKNOWN ended.
+type Resent struct {
+	count    int
+	findings []Resolution
+	since    time.Time
+}
+
+// ResentOf is the Resent of again, the record Resend made of the UNKNOWN
+// record unknown.
+func ResentOf(unknown, again *Record) *Resent {
+	return &Resent{count: again.FindingCount, findings: again.Findings, since: unknown.UpdatedAt}
+}
+
+// settles is the finding a re-sent call's transition to to records, or
+// nil: none for a state no verdict leads to (the re-send was not sent,
+// say). While the record is PROCESSING no finding can join its history
+// (Resolve takes UNKNOWN records only), so the count still holds.
+func (r *Resent) settles(to State) *FindingWrite {
+	if r == nil {
+		return nil
+	}
+	v := RowOf(to).Verdict
+	if v == "" || v == VerdictUnknown || v == VerdictNotRun {
+		return nil
+	}
+	entry := Resolution{Verdict: v, Method: MethodResend, By: "re-send",
+		Evidence: "the key-aware server answered the call re-sent under its key", Since: r.since}
+	return &FindingWrite{Count: r.count, Findings: appendFinding(r.findings, entry), Settles: true}
+}
+
 // Consume takes over the queued record rec that a person approved
 // (OnApprove, PENDING_APPROVAL -> PROCESSING): this Lifecycle's owner
 // replaces the queue's, with the next fence, by compare-and-set on the

@@ -1,7 +1,7 @@
 // Package ledger is the domain of mcpledger: the record of one tool-call
 // operation, its states and legal transitions, the rules for idempotency keys,
-// the argument fingerprint, redaction of stored arguments, and the Store
-// contract that every storage backend implements.
+// and the Store contract that every storage backend implements. The
+// arguments' fingerprint is [args.Fingerprint], in package ledger/args.
 //
 // An operation is identified by (tenant, layer, tool, key); the layer says
 // whose record it is (a client, a proxy, a server guard), so all three can
@@ -10,7 +10,7 @@
 // gets the first execution's record instead of a second run:
 //
 //	st, _ := sqlite.Open(ctx, "ledger.db", nil)
-//	fp, _ := ledger.Fingerprint(args)
+//	fp, _ := args.Fingerprint(raw)
 //	c, err := st.Claim(ctx, ledger.ClaimRequest{
 //		ID:          ledger.ID{Tenant: "acme", Layer: ledger.LayerClient, Tool: "create_payment", Key: "order-42"},
 //		Fingerprint: fp,

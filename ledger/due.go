@@ -79,7 +79,7 @@ func (q DueQuery) Size() int {
 // the server guard's, agentctl ledger reconcile --auto). Both stores of
 // this module implement it, each with an index that keeps its cost bounded
 // by the list's size. Callers find it with a type assertion on
-// Unwrap(store); a wrapper that changes records (WithCodec) offers it
+// Unwrap(store); a wrapper that changes records (codec.Wrap) offers it
 // through the wrapped store's records, which Get reads again.
 type DueLister interface {
 	// DueUnknown returns at most q.Size() UNKNOWN records whose

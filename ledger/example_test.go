@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 )
 
 func Example() {
@@ -13,13 +15,13 @@ func Example() {
 	// spelling, a trace field that is not business data.
 	a := json.RawMessage(`{"to":"bob","amount":100,"api_key":"s3cret"}`)
 	b := json.RawMessage(`{"api_key":"s3cret","amount":1e2,"to":"bob","traceparent":"00-1-2-01"}`)
-	fa, _ := ledger.Fingerprint(a)
-	fb, _ := ledger.Fingerprint(b)
+	fa, _ := args.Fingerprint(a)
+	fb, _ := args.Fingerprint(b)
 	fmt.Println("same operation:", fa == fb)
 
 	// What a store keeps: the secret is gone, the fingerprint is of the
 	// real arguments.
-	stored, _ := ledger.Redact(a)
+	stored, _ := redact.JSON(a)
 	fmt.Println("stored:", string(stored))
 
 	// Keys are checked before anything is stored.

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/mcpledger/mcpledger/ledger/process"
 )
 
 // Lifecycle is the one implementation of an operation's life in a Store:
@@ -16,7 +18,7 @@ import (
 // gets the record. The client, the server middleware and the proxy adapt
 // MCP to it; what each state means is in table.go.
 //
-//	lc := &ledger.Lifecycle{Store: store, Owner: ledger.NewOwner("payments")}
+//	lc := &ledger.Lifecycle{Store: store, Owner: process.NewOwner("payments")}
 //	rec, ran, err := lc.Do(ctx, req, func(ctx context.Context, l ledger.Lease) ledger.Report {
 //		// ... run the call; l.Fence travels with it ...
 //		return ledger.Report{On: ledger.OnSucceeded, Result: raw}
@@ -26,7 +28,7 @@ import (
 // working zero values. A Lifecycle is safe for concurrent use.
 type Lifecycle struct {
 	Store Store
-	// Owner names this process in leases (NewOwner("mcpledger") when empty).
+	// Owner names this process in leases (process.NewOwner("mcpledger") when empty).
 	Owner string
 	// Lease is the length of a lease, renewed every Lease/3 while it is
 	// held (DefaultLease when zero).
@@ -75,6 +77,9 @@ type Report struct {
 	Approval     *Approval
 	// Attempts is how many requests were sent.
 	Attempts int
+	// Resent is set when the operation is a call re-sent from UNKNOWN
+	// (ResentOf): an answer that settles it is kept as its finding.
+	Resent *Resent
 }
 
 // Exec runs the operation the caller won, under lease l.
@@ -87,7 +92,7 @@ var ErrStale = fmt.Errorf("%w: a newer owner holds the key", ErrLeaseLost)
 
 func (lc *Lifecycle) owner() string {
 	if lc.Owner == "" {
-		return NewOwner("mcpledger")
+		return process.NewOwner("mcpledger")
 	}
 	return lc.Owner
 }
@@ -245,7 +250,7 @@ func (lc *Lifecycle) Settle(ctx context.Context, l Lease, from State, rep Report
 	t := Transition{
 		ID: l.ID, From: from, To: to, Owner: l.Owner, Fence: l.Fence, Lease: lc.lease(),
 		Result: rep.Result, Compacted: rep.Compacted, ErrorKind: rep.ErrorKind, ErrorMessage: rep.ErrorMessage,
-		Approval: rep.Approval, AddAttempts: rep.Attempts,
+		Approval: rep.Approval, AddAttempts: rep.Attempts, Finding: rep.Resent.settles(to),
 	}
 	rec, err := lc.Store.Transition(wctx, t)
 	if !errors.Is(err, ErrLeaseLost) {
@@ -258,7 +263,9 @@ func (lc *Lifecycle) Settle(ctx context.Context, l Lease, from State, rep Report
 		return rec, err
 	}
 	if late, ok := table[edge{StateUnknown, rep.On}]; ok && late.Final() {
-		t.From = StateUnknown
+		// Findings may have joined the history since the lease ended;
+		// the answer is recorded without one rather than lost to them.
+		t.From, t.Finding = StateUnknown, nil
 		if rec, lerr := lc.Store.Transition(wctx, t); lerr == nil {
 			return rec, nil
 		} else if !errors.Is(lerr, ErrLeaseLost) && !errors.Is(lerr, ErrStateChanged) {
@@ -297,7 +304,7 @@ func (lc *Lifecycle) Follow(ctx context.Context, rec *Record) (*Record, error) {
 		if !rec.LeaseUntil.IsZero() {
 			step = rec.LeaseUntil.Sub(lc.now()) + leaseSlack
 		}
-		if local(rec.Owner) && (step < 0 || step > livenessPoll) {
+		if process.Local(rec.Owner) && (step < 0 || step > livenessPoll) {
 			step = livenessPoll
 		}
 		sctx, scancel := wctx, context.CancelFunc(func() {})
@@ -332,7 +339,7 @@ func (lc *Lifecycle) waitErr(ctx, wctx context.Context, rec *Record, bound time.
 // ended reports whether rec's owner is known to be gone: its process (on
 // this host) or its lease.
 func (lc *Lifecycle) ended(rec *Record) (Trigger, string, bool) {
-	if OwnerGone(rec.Owner) {
+	if process.Gone(rec.Owner) {
 		return OnOwnerDead, fmt.Sprintf("the owner process %s is gone", rec.Owner), true
 	}
 	if abandoned.has(LeaseOf(rec)) {
@@ -396,17 +403,6 @@ func waitBriefly(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// local reports whether owner is a process of this host whose liveness can
-// be checked.
-func local(owner string) bool {
-	o, ok := ParseOwner(owner)
-	if !ok {
-		return false
-	}
-	me := self()
-	return me.Boot != "" && o.Boot == me.Boot && o.Host == me.Host && o.Start != 0
 }
 
 // abandoned holds the leases this process took and could not settle (the

@@ -42,7 +42,7 @@ func (q Queued) Owner() string {
 		}
 		version += "!" + rule
 	}
-	// No '#' or '@': the name must never parse as a process (ParseOwner).
+	// No '#' or '@': the name must never parse as a process (process.Parse).
 	requester := strings.NewReplacer("#", "_", "@", "_", ";", "_").Replace(q.Requester)
 	return state + ";" + version + ";" + requester
 }

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/process"
 )
 
 // A queued call's owner names no process and reads back as it was written.
 func TestQueueOwnerReadsBack(t *testing.T) {
 	for _, approved := range []bool{false, true} {
 		owner := ledger.QueueOwner(approved, "v1a2", "alice@host#12;x")
-		if _, ok := ledger.ParseOwner(owner); ok {
+		if _, ok := process.Parse(owner); ok {
 			t.Errorf("QueueOwner = %q parses as a process", owner)
 		}
 		rec := &ledger.Record{State: ledger.StatePendingApproval, Owner: owner}
@@ -23,7 +24,7 @@ func TestQueueOwnerReadsBack(t *testing.T) {
 			t.Errorf("a PROCESSING record under %q is taken for a queued call", owner)
 		}
 	}
-	if _, ok := ledger.QueuedCall(&ledger.Record{State: ledger.StatePendingApproval, Owner: ledger.NewOwner("agent")}); ok {
+	if _, ok := ledger.QueuedCall(&ledger.Record{State: ledger.StatePendingApproval, Owner: process.NewOwner("agent")}); ok {
 		t.Error("a prompt's PENDING_APPROVAL under a process is taken for a queued call")
 	}
 }

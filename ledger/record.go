@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpledger/mcpledger/ledger/compact"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 )
 
 // ID is the unique identity of an operation. Stores enforce it with a
@@ -147,7 +150,7 @@ type Record struct {
 	Compacted    bool            `json:"compacted,omitempty"`
 	ErrorKind    string          `json:"errorKind,omitempty"`
 	ErrorMessage string          `json:"errorMessage,omitempty"`
-	// Owner is the process holding the lease (see Owner and ParseOwner);
+	// Owner is the process holding the lease (see package process);
 	// Fence grows at every claim and take-over of the key, and every write
 	// by an owner is conditional on it, so a stale owner changes nothing.
 	Owner       string      `json:"owner,omitempty"`
@@ -184,7 +187,7 @@ const (
 	DefaultLease     = 30 * time.Second
 	DefaultRetention = 24 * time.Hour
 	// DefaultMaxResult is the size past which a result is compacted.
-	DefaultMaxResult = 4 << 20
+	DefaultMaxResult = compact.DefaultLimit
 )
 
 // Text describes the approval in one line for people: the decision, who
@@ -233,4 +236,34 @@ func (a *Approval) Text() string {
 		fmt.Fprintf(&b, "; requested by %s", a.Requester)
 	}
 	return b.String()
+}
+
+// RedactRecord redacts r in place for a person to read (agentctl ledger
+// show and list, the web console): its arguments and result as redact.JSON does
+// (a result is the tool's answer, kept whole for replays, so it may echo an
+// API key), and its error message and approval reason, free text a person
+// or a tool wrote, as redact.Text does. A payload that is not JSON (none
+// is, from this module) is hidden whole. Call it on a copy the caller
+// owns: the stored record is never written back redacted, and the
+// approval is replaced by a redacted copy, not changed.
+func RedactRecord(r *Record) {
+	r.Arguments = redactShown(r.Arguments)
+	r.Result = redactShown(r.Result)
+	r.ErrorMessage = redact.Text(r.ErrorMessage)
+	if a := r.Approval; a != nil && a.Reason != "" {
+		c := *a
+		c.Reason = redact.Text(a.Reason)
+		r.Approval = &c
+	}
+}
+
+func redactShown(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 {
+		return p
+	}
+	red, err := redact.JSON(p)
+	if err != nil {
+		return json.RawMessage(`"` + redact.Placeholder + `"`)
+	}
+	return red
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpledger/mcpledger/ledger/redact"
 )
 
 // This file is the one way an UNKNOWN record leaves UNKNOWN on evidence
@@ -22,6 +24,11 @@ type Resolution struct {
 	By       string    `json:"by,omitempty"`
 	At       time.Time `json:"at"`
 	Evidence string    `json:"evidence,omitempty"`
+	// Since is when the record became UNKNOWN (its update time when it was
+	// resolved: inconclusive findings leave that as it is), on the finding
+	// that settled it: At − Since is the time to resolution, which the
+	// console charts.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Text describes r in one line for people.
@@ -210,10 +217,13 @@ func resolve(ctx context.Context, st Store, rec *Record, f Finding, kind, messag
 	}
 	entry := Resolution{
 		Verdict: f.Verdict, Method: f.Method,
-		By:       OneLine(RedactText(f.By), maxBy),
-		Evidence: OneLine(RedactText(f.Evidence), maxEvidence),
+		By:       OneLine(redact.Text(f.By), maxBy),
+		Evidence: OneLine(redact.Text(f.Evidence), maxEvidence),
 	}
 	settles := f.Verdict != VerdictUnknown
+	if settles {
+		entry.Since = rec.UpdatedAt
+	}
 	if kind == "" {
 		kind = KindReconciled
 	}

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -11,8 +12,10 @@ import (
 // on their own what that state means.
 
 // The server error codes of the wire conventions (DESIGN.md, "Wire
-// conventions"). Package wire re-exports them; they live here because the
-// rows below name them and package ledger imports nothing of ours.
+// conventions"), defined once, here, because the rows below name them and
+// package ledger imports nothing above it: the client, the server, the
+// proxy and package retry all read these. They sit outside the JSON-RPC
+// reserved range (-32768..-32000) and carry data.reason (wire.ErrorData).
 const (
 	// CodeKeyReused: the key is bound to other arguments. Permanent.
 	CodeKeyReused = -31001
@@ -28,12 +31,25 @@ const (
 	CodeKeyRequired = -31004
 )
 
-// The data.reason values the rows answer with.
+// The values of data.reason.
 const (
-	ReasonInProgress     = "in_progress"
+	// ReasonKeyReused (CodeKeyReused): the key is bound to other arguments.
+	ReasonKeyReused = "key_reused"
+	// ReasonInProgress (CodeInProgress): another request with the key is
+	// running, or the call waits for a person.
+	ReasonInProgress = "in_progress"
+	// ReasonStaleFence (CodeInProgress): the request's fence is below the
+	// one the server saw for the key: a newer owner holds it.
+	ReasonStaleFence = "stale_fence"
+	// ReasonOutcomeUnknown (CodeOutcomeUnknown).
 	ReasonOutcomeUnknown = "outcome_unknown"
-	// ReasonNotRun: nothing ran (the server's handler said so, or the
-	// request never reached the tool); the same key may be sent again.
+	// ReasonKeyRequired (CodeKeyRequired): the request has no key.
+	ReasonKeyRequired = "key_required"
+	// ReasonKeyInvalid (CodeKeyRequired): the key breaks the key rules.
+	ReasonKeyInvalid = "key_invalid"
+	// ReasonNotRun (CodeInProgress): nothing ran (the server's handler
+	// said so: its transaction rolled back, its database was busy; or the
+	// request never reached the tool); send the same key again.
 	ReasonNotRun = "not_run"
 )
 
@@ -63,6 +79,28 @@ const (
 	ExitReasonDenied      = "denied"
 )
 
+// The errors a call that did not complete is told by, one per state it
+// can stand in (Row.Err), matched with errors.Is. Package caller and its
+// adapters return them wrapped, with the key and the model's text.
+var (
+	// ErrOutcomeUnknown: the call may or may not have taken effect. The
+	// record is UNKNOWN and must be reconciled; it is never re-run blindly.
+	ErrOutcomeUnknown = errors.New("ledger: outcome unknown")
+	// ErrDenied: a person or the policy refused the call; nothing ran.
+	ErrDenied = errors.New("ledger: call denied")
+	// ErrRejected: nothing ran and nothing will: the server refused the
+	// request before the tool ran, or no one confirmed the call. The
+	// record is REJECTED and the same key may be used again.
+	ErrRejected = errors.New("ledger: call rejected before it ran")
+	// ErrNotSent: the request provably never reached the tool (the record
+	// is RETRYABLE), or the ledger could not record the claim (there may be
+	// no record). The same call may be repeated.
+	ErrNotSent = errors.New("ledger: request not sent")
+	// ErrAwaitingApproval: the call waits for a person's approval. Nothing
+	// ran.
+	ErrAwaitingApproval = errors.New("ledger: call awaits a person's approval")
+)
+
 // Row is everything a consumer needs to know about a call that ended in
 // State.
 type Row struct {
@@ -73,6 +111,20 @@ type Row struct {
 	Final bool
 	// Ran says whether the tool ran: "yes", "no", or "maybe".
 	Ran string
+	// Waits is what the owner of a record in State waits for under its
+	// lease: WaitsTool (it sent the call and waits for the tool's answer),
+	// WaitsPerson (a person's approval or denial), or "" when no owner
+	// holds the record.
+	Waits string
+	// IsError: when the answer to a call in State is a result (Code 0),
+	// it is an isError result: the tool's own (FAILED), or the one that
+	// says nothing ran (DENIED, REJECTED).
+	IsError bool
+	// Verdict is the reconciler's finding that moves an UNKNOWN record to
+	// State (found: SUCCEEDED, failed: FAILED, not_run: RETRYABLE;
+	// unknown: it stays UNKNOWN), or "" when no finding leads to State.
+	// It is read from the table.
+	Verdict Verdict
 	// Outcome is the telemetry outcome of a call that ended in State
 	// (OutcomeReplayed instead when it was answered from an earlier
 	// record of a final state).
@@ -88,6 +140,9 @@ type Row struct {
 	// marker or error data) means for the caller's own PROCESSING record:
 	// the trigger the caller records.
 	Upstream Trigger
+	// Err is the error a call that did not complete in State is told by
+	// (nil for SUCCEEDED and FAILED: the tool's answer is a result).
+	Err error
 	// Exit is agentctl's exit code, and ExitReason the reason of its
 	// --json error ("" for SUCCEEDED: a result, not an error).
 	Exit       int
@@ -96,6 +151,11 @@ type Row struct {
 	// model or a person: whether the call ran, and what may be done with
 	// it now. Meaning words one record; Means is the state's own text.
 	Means string
+	// Again is what a model reads of an earlier call in State that is
+	// made again now under its key (the states a caller reclaims), after
+	// "An earlier call of TOOL with these arguments (key K, first sent T)";
+	// "" for the states that are never made again.
+	Again string
 }
 
 // Whether the tool ran, in a row.
@@ -105,31 +165,39 @@ const (
 	RanMaybe = "maybe"
 )
 
+// What a leased record waits for, in a row.
+const (
+	WaitsTool   = "tool"
+	WaitsPerson = "person"
+)
+
 // rows has one row per state, in the order of States.
 var rows = map[State]Row{
-	StatePendingApproval: {Act: ActWait, Ran: RanNo, Outcome: OutcomeAwaiting,
-		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Exit: ExitAwaiting, ExitReason: ExitReasonAwaiting,
+	StatePendingApproval: {Act: ActWait, Ran: RanNo, Waits: WaitsPerson, Outcome: OutcomeAwaiting,
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnNotSent, Err: ErrAwaitingApproval, Exit: ExitAwaiting, ExitReason: ExitReasonAwaiting,
 		Means: "it waits for a person's approval; nothing has run"},
-	StateProcessing: {Act: ActWait, Ran: RanMaybe, Outcome: OutcomeInProgress,
-		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonInProgress,
+	StateProcessing: {Act: ActWait, Ran: RanMaybe, Waits: WaitsTool, Outcome: OutcomeInProgress,
+		Code: CodeInProgress, Reason: ReasonInProgress, Upstream: OnAmbiguous, Err: ErrInProgress, Exit: ExitUnknown, ExitReason: ExitReasonInProgress,
 		Means: "it is still running"},
 	StateSucceeded: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeSucceeded,
 		Upstream: OnSucceeded, Exit: ExitOK,
 		Means: "it ran and succeeded"},
-	StateFailed: {Act: ActReplay, Final: true, Ran: RanYes, Outcome: OutcomeFailed,
+	StateFailed: {Act: ActReplay, Final: true, Ran: RanYes, IsError: true, Outcome: OutcomeFailed,
 		Upstream: OnFailed, Exit: ExitFailed, ExitReason: ExitReasonToolError,
 		Means: "it ran and the tool reported an error"},
 	StateRetryable: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeNotSent,
-		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Exit: ExitUnreachable, ExitReason: ExitReasonNotSent,
-		Means: "it never reached the tool and will be sent again under the same key"},
-	StateRejected: {Act: ActReclaim, Ran: RanNo, Outcome: OutcomeRejected,
-		Upstream: OnRefused, Exit: ExitUsage, ExitReason: ExitReasonRejected,
-		Means: "it did not run; nothing took effect and the call may be made again"},
+		Code: CodeInProgress, Reason: ReasonNotRun, Upstream: OnNotSent, Err: ErrNotSent, Exit: ExitUnreachable, ExitReason: ExitReasonNotSent,
+		Means: "it never reached the tool and will be sent again under the same key",
+		Again: "never reached the tool; it is sent again under the same key"},
+	StateRejected: {Act: ActReclaim, Ran: RanNo, IsError: true, Outcome: OutcomeRejected,
+		Upstream: OnRefused, Err: ErrRejected, Exit: ExitUsage, ExitReason: ExitReasonRejected,
+		Means: "it did not run; nothing took effect and the call may be made again",
+		Again: "did not run; it is made again under the same key"},
 	StateUnknown: {Act: ActReconcile, Ran: RanMaybe, Outcome: OutcomeUnknown,
-		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Exit: ExitUnknown, ExitReason: ExitReasonUnknown,
+		Code: CodeOutcomeUnknown, Reason: ReasonOutcomeUnknown, Upstream: OnAmbiguous, Err: ErrOutcomeUnknown, Exit: ExitUnknown, ExitReason: ExitReasonUnknown,
 		Means: "its outcome is unknown: it may or may not have taken effect, and a person must reconcile it"},
-	StateDenied: {Act: ActDenied, Final: true, Ran: RanNo, Outcome: OutcomeDenied,
-		Upstream: OnDeny, Exit: ExitDenied, ExitReason: ExitReasonDenied,
+	StateDenied: {Act: ActDenied, Final: true, Ran: RanNo, IsError: true, Outcome: OutcomeDenied,
+		Upstream: OnDeny, Err: ErrDenied, Exit: ExitDenied, ExitReason: ExitReasonDenied,
 		Means: "it was refused"},
 }
 
@@ -137,6 +205,19 @@ func init() {
 	for s, r := range rows {
 		r.State = s
 		rows[s] = r
+	}
+	for _, v := range Verdicts {
+		on, err := v.trigger()
+		if err != nil {
+			panic(err)
+		}
+		to, err := Next(StateUnknown, on)
+		if err != nil {
+			panic(fmt.Sprintf("ledger: the verdict %s names %s, which does not leave UNKNOWN", v, on))
+		}
+		r := rows[to]
+		r.Verdict = v
+		rows[to] = r
 	}
 }
 
@@ -178,6 +259,27 @@ func RowFor(s State, kind string) Row {
 		as(rows[StatePendingApproval])
 	}
 	return r
+}
+
+// errOrder is the order StateOfError tries the rows in: an error that
+// wraps the errors of two states stands in the first, so a call that may
+// have run is never told it did not (UNKNOWN before the others), and a
+// wait that ended in another failure is told that failure (PROCESSING
+// last). The rows it leaves out follow in the order of States.
+var errOrder = []State{StateUnknown, StatePendingApproval, StateDenied, StateRejected, StateRetryable, StateProcessing}
+
+// StateOfError is the state whose row's Err err wraps (errors.Is); ok is
+// false when it wraps none.
+func StateOfError(err error) (s State, ok bool) {
+	if err == nil {
+		return "", false
+	}
+	for _, s := range append(append([]State(nil), errOrder...), States...) {
+		if e := rows[s].Err; e != nil && errors.Is(err, e) {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // UpstreamKind is the error kind of a caller's record that an upstream

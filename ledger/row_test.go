@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -57,7 +59,40 @@ func TestRowsAgreeWithStates(t *testing.T) {
 			if got := ledger.RowOf(to).Ran; got != row.Ran && !(row.State == ledger.StatePendingApproval && to == ledger.StateRetryable) {
 				t.Errorf("Upstream(%s) records %s, whose tool ran %q; the upstream said %q", s, to, got, row.Ran)
 			}
+			if (row.Waits != "") != s.Waiting() {
+				t.Errorf("RowOf(%s).Waits = %q; want a wait exactly for the leased states (Waiting() = %v)", s, row.Waits, s.Waiting())
+			}
+			if row.Waits == ledger.WaitsTool && row.Ran != ledger.RanMaybe || row.Waits == ledger.WaitsPerson && row.Ran != ledger.RanNo {
+				t.Errorf("RowOf(%s) waits for %q with ran %q; a call sent may have run, one waiting for a person has not", s, row.Waits, row.Ran)
+			}
+			// Only a call that ran and said yes is answered as a success.
+			if success := row.Code == 0 && !row.IsError; success != (row.Ran == ledger.RanYes && row.Final && row.Exit == ledger.ExitOK) {
+				t.Errorf("RowOf(%s): code %d, isError %v answers a success %v; want it exactly for a call that ran and exits 0", s, row.Code, row.IsError, success)
+			}
+			if (row.Again != "") != (row.Act == ledger.ActReclaim) {
+				t.Errorf("RowOf(%s).Again = %q; want a text exactly for the states a caller makes again (act %s)", s, row.Again, row.Act)
+			}
 		})
+	}
+	// The verdict of a row is the finding that settles UNKNOWN in it, as
+	// Resolve records it.
+	for v, want := range map[ledger.Verdict]ledger.State{
+		ledger.VerdictFound:   ledger.StateSucceeded,
+		ledger.VerdictFailed:  ledger.StateFailed,
+		ledger.VerdictNotRun:  ledger.StateRetryable,
+		ledger.VerdictUnknown: ledger.StateUnknown,
+	} {
+		if got := ledger.RowOf(want).Verdict; got != v {
+			t.Errorf("RowOf(%s).Verdict = %q; want %q", want, got, v)
+		}
+	}
+	for _, r := range ledger.Rows() {
+		if r.Verdict == "" {
+			continue
+		}
+		if r.Ran == ledger.RanNo && r.Verdict != ledger.VerdictNotRun || r.Ran == ledger.RanYes && r.Verdict == ledger.VerdictNotRun {
+			t.Errorf("RowOf(%s).Verdict = %s contradicts ran %q", r.State, r.Verdict, r.Ran)
+		}
 	}
 	if got := ledger.RowOf("BOGUS").State; got != ledger.StateUnknown {
 		t.Errorf("RowOf(BOGUS) is the row of %s; want UNKNOWN's", got)
@@ -111,5 +146,29 @@ func TestRowsExitReasons(t *testing.T) {
 			t.Errorf("RowFor(%s, %s) == RowOf(%s) is %v; want %v", tc.state, tc.kind, tc.state, same, tc.sameAsRow)
 		}
 		check("RowFor("+string(tc.state)+", "+tc.kind+")", r)
+	}
+}
+
+// Each state a call can fail in has its own error, read back to the state
+// by StateOfError; an error that wraps two reads as the one that claims
+// least about what ran.
+func TestRowsErrors(t *testing.T) {
+	for _, r := range ledger.Rows() {
+		if (r.Err == nil) != (r.Ran == ledger.RanYes) {
+			t.Errorf("RowOf(%s).Err = %v; want an error exactly for the states whose answer is not the tool's", r.State, r.Err)
+		}
+		if r.Err == nil {
+			continue
+		}
+		if s, ok := ledger.StateOfError(fmt.Errorf("call: %w", r.Err)); !ok || s != r.State {
+			t.Errorf("StateOfError(%v) = %s, %v; want %s", r.Err, s, ok, r.State)
+		}
+	}
+	both := fmt.Errorf("%w after %w", ledger.ErrOutcomeUnknown, ledger.ErrInProgress)
+	if s, _ := ledger.StateOfError(both); s != ledger.StateUnknown {
+		t.Errorf("StateOfError(%v) = %s; want UNKNOWN", both, s)
+	}
+	if s, ok := ledger.StateOfError(errors.New("disk full")); ok {
+		t.Errorf("StateOfError(disk full) = %s; want none", s)
 	}
 }

@@ -106,7 +106,7 @@ type ClaimRequest struct {
 	// Arguments are stored as given; callers pass them through Redact.
 	Arguments json.RawMessage
 	// Owner leases the record, in PROCESSING and in PENDING_APPROVAL alike
-	// (see NewOwner).
+	// (see process.NewOwner).
 	Owner string
 	// Lease is the lease's length (DefaultLease when zero).
 	Lease time.Duration
@@ -246,6 +246,21 @@ type TenantEraser interface {
 	// EraseTenant deletes tenant's records and events and reports how many
 	// records it deleted. Other tenants' rows are never touched.
 	EraseTenant(ctx context.Context, tenant string) (int, error)
+}
+
+// Vacuumer is the optional part of a Store that gives the space of
+// purged records back to the disk (agentctl ledger vacuum). Callers find
+// it with a type assertion on Unwrap(store).
+type Vacuumer interface {
+	// Vacuum rewrites the store's file without its free space. It holds
+	// the store's write lock while it runs.
+	Vacuum(ctx context.Context) (Vacuumed, error)
+}
+
+// Vacuumed is the size of a store's file, in bytes, before and after a
+// Vacuum.
+type Vacuumed struct {
+	Before, After int64
 }
 
 // MemoryReleaser is the optional part of a Store that gives back what it

@@ -1,6 +1,11 @@
 package ledger
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcpledger/mcpledger/ledger/compact"
+	"github.com/mcpledger/mcpledger/ledger/redact"
+)
 
 // ToolSettings are the per-tool settings the client, the server middleware
 // and the proxy share, one value per tool name. The zero value means the
@@ -17,7 +22,7 @@ type ToolSettings struct {
 	// (Reexecute when empty).
 	Reuse ReusePolicy
 	// Exclude names extra top-level argument fields that carry no business
-	// meaning and do not change the fingerprint (DefaultExcluded always
+	// meaning and do not change the fingerprint ([args.DefaultExcluded] always
 	// applies).
 	Exclude []string
 	// Idempotent: trusted configuration says the tool may run twice with
@@ -32,10 +37,10 @@ type ToolSettings struct {
 	// Redact finds secrets in the tool's arguments before they are stored
 	// or shown: extra names and patterns beside the built-in rules (the
 	// built-in rules alone when nil).
-	Redact *Redactor
+	Redact *redact.Redactor
 	// Compact shrinks a result past the size limit to what a replay needs
-	// to mean the same thing (Compact when nil).
-	Compact Compactor
+	// to mean the same thing (compact.Result when nil).
+	Compact compact.Func
 }
 
 // Tools maps tool names to their settings.

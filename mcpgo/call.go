@@ -13,7 +13,12 @@ import (
 	"github.com/mcpledger/mcpledger/wire"
 )
 
-// Outcome is a completed call and how it was answered.
+// Outcome is a completed call and how it was answered ([caller.Outcome]
+// over mcp-go's result): Result, the tool's result (a replay's carries
+// the replay marker in its _meta); Key, the call's key; Replayed, the
+// result came from the ledger, not a new execution; Record, the ledger
+// record; Attempts, the requests this call sent (0 for a replay); and
+// Decision, the re-planning guard's verdict when it was consulted.
 type Outcome = caller.Outcome[*mcp.CallToolResult]
 
 // CallTool calls a tool through the ledger, with the signature and meaning
@@ -50,12 +55,7 @@ func (e *invalidParams) Unwrap() []error { return []error{mcp.ErrInvalidParams, 
 // ReplayResult decodes a finished record's result, as mcp-go's client would
 // have, with the replay marker added to its _meta.
 func ReplayResult(rec *ledger.Record) (*mcp.CallToolResult, error) {
-	res, err := codec{}.Decode(rec.Result)
-	if err != nil {
-		return nil, err
-	}
-	codec{}.Mark(res, wire.Marker(rec))
-	return res, nil
+	return caller.Replay[*mcp.CallToolResult](codec{}, rec)
 }
 
 // hints are a tool's annotations for the policy: nil when the server does

@@ -11,6 +11,8 @@ import (
 
 	lclient "github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/process"
 	"github.com/mcpledger/mcpledger/mcpgo/internal/orders"
 )
 
@@ -165,9 +167,9 @@ func deadOwner(t *testing.T) string {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	o := ledger.Self("crashed-agent")
+	o := process.Self("crashed-agent")
 	o.PID, o.Start = cmd.Process.Pid, 1
-	if !ledger.OwnerGone(o.String()) {
+	if !process.Gone(o.String()) {
 		t.Skip("this host cannot tell a gone process (no /proc)")
 	}
 	return o.String()
@@ -181,12 +183,12 @@ func TestUnknownIsResentOnlyToAKeyAwareServer(t *testing.T) {
 		t.Run(fmt.Sprintf("guarded=%v", guarded), func(t *testing.T) {
 			u := newUpstream(t, "gosdk", "http", guarded)
 			store := openStore(t, "agent.db")
-			args := map[string]any{"item": "chair", "qty": 1}
-			raw, err := json.Marshal(args)
+			doc := map[string]any{"item": "chair", "qty": 1}
+			raw, err := json.Marshal(doc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			fp, err := ledger.Fingerprint(raw)
+			fp, err := args.Fingerprint(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +200,7 @@ func TestUnknownIsResentOnlyToAKeyAwareServer(t *testing.T) {
 				t.Fatalf("Claim = %+v, %v; want a won claim", cl, err)
 			}
 			a := newMCPGoAgent(t, u, store, "")
-			ans, err := a.call(keyed(t.Context(), "order-dead"), args)
+			ans, err := a.call(keyed(t.Context(), "order-dead"), doc)
 			switch {
 			case guarded && (err != nil || ans.text != "ord-chair (run 1)"):
 				t.Errorf("call = %+v, %v; want the call re-sent and run once", ans, err)

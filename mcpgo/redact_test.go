@@ -10,6 +10,8 @@ import (
 
 	"github.com/mcpledger/mcpledger/caller"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/mcpgo"
 )
 
@@ -17,7 +19,7 @@ import (
 // both mcp-go ledgers store, as they do in package client and the go-sdk
 // guard; the fingerprint still sees the real arguments.
 func TestPerToolRedaction(t *testing.T) {
-	tools := ledger.Tools{"create_order": {Redact: &ledger.Redactor{Names: []string{"customer"}}}}
+	tools := ledger.Tools{"create_order": {Redact: &redact.Redactor{Names: []string{"customer"}}}}
 	serverLedger, agentLedger := openStore(t, "server.db"), openStore(t, "agent.db")
 	g := mcpgo.NewGuard(serverLedger, &mcpgo.ServerOptions{Tools: tools})
 	s := server.NewMCPServer("shop", "v1", g.ServerOptions()...)
@@ -36,7 +38,7 @@ func TestPerToolRedaction(t *testing.T) {
 	if _, err := c.Call(caller.WithKey(t.Context(), "red-1"), req); err != nil {
 		t.Fatalf("Call = %v", err)
 	}
-	fp, err := ledger.Fingerprint([]byte(`{"customer":"customer-4711"}`))
+	fp, err := args.Fingerprint([]byte(`{"customer":"customer-4711"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestPerToolRedaction(t *testing.T) {
 			t.Fatalf("%s ledger: %d records, %v; want the call's one", side.layer, len(recs.Records), err)
 		}
 		r := recs.Records[0]
-		if strings.Contains(string(r.Arguments), "customer-4711") || !strings.Contains(string(r.Arguments), ledger.Redacted) {
+		if strings.Contains(string(r.Arguments), "customer-4711") || !strings.Contains(string(r.Arguments), redact.Placeholder) {
 			t.Errorf("%s ledger stored arguments %s; want the customer redacted", side.layer, r.Arguments)
 		}
 		if side.layer == ledger.LayerClient && r.Fingerprint != fp {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -24,13 +23,9 @@ type conn Client
 // when there is none. Errors are put in the terms package retry
 // classifies (retry.Wrap), so both SDKs retry by the same rules.
 func (cn *conn) Send(ctx context.Context, a *caller.Attempt[mcp.CallToolRequest]) (*mcp.CallToolResult, json.RawMessage, error) {
-	c := (*Client)(cn)
-	mc := c.MCP()
-	if mc == nil {
-		var err error
-		if mc, err = c.reconnect(ctx, nil); err != nil {
-			return nil, nil, err // never sent: a connect failure
-		}
+	mc, err := cn.link.Open(ctx)
+	if err != nil {
+		return nil, nil, err // never sent: a connect failure
 	}
 	a.Via = mc
 	s := &sink{}
@@ -43,14 +38,13 @@ func (cn *conn) Send(ctx context.Context, a *caller.Attempt[mcp.CallToolRequest]
 
 // Repair reconnects when err shows the attempt's connection is gone.
 func (cn *conn) Repair(ctx context.Context, a *caller.Attempt[mcp.CallToolRequest], err error) {
-	c := (*Client)(cn)
-	mc, _ := a.Via.(*client.Client)
-	if c.connect == nil || mc == nil || !deadConnection(err) {
-		return
-	}
-	if _, rerr := c.reconnect(ctx, mc); rerr != nil {
-		c.c.Log().Warn("reconnect failed", "err", rerr)
-	}
+	cn.link.Repair(ctx, a.Via, err)
+}
+
+// Tool returns the server's definition of name, or nil when the server
+// does not list it.
+func (cn *conn) Tool(ctx context.Context, name string) (*caller.Tool, error) {
+	return cn.link.Tool(ctx, name)
 }
 
 // Server is what the current client's server advertised.
@@ -101,17 +95,7 @@ func request(a *caller.Attempt[mcp.CallToolRequest]) mcp.CallToolRequest {
 		}
 		progress = m.ProgressToken
 	}
-	var args any = a.Args
-	if a.Keyed {
-		fields[wire.MetaKey] = a.Key
-		if a.Fence.Token > 0 {
-			fields[wire.MetaFence] = a.Fence.Token
-			fields[wire.MetaFenceScope] = a.Fence.Scope
-		}
-		if a.KeyArg {
-			args = caller.WithKeyArg(a.Args, a.Key)
-		}
-	}
+	args := a.Wire(fields)
 	var req mcp.CallToolRequest
 	req.Header = a.Params.Header
 	req.Params = mcp.CallToolParams{

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -26,7 +27,7 @@ func TestFailTransient(t *testing.T) {
 	}
 	for i := range 2 {
 		_, err := write(ctx, cs, "k", "a", 1)
-		if !errors.Is(err, &jsonrpc.Error{Code: retry.CodeInProgress}) || retry.Reason(client.Neutral(err)) != retry.ReasonInProgress {
+		if !errors.Is(err, &jsonrpc.Error{Code: ledger.CodeInProgress}) || retry.Reason(client.Neutral(err)) != ledger.ReasonInProgress {
 			t.Fatalf("call %d: CallTool = %v; want -31002 in_progress", i+1, err)
 		}
 		if d, ok := retry.RetryAfter(client.Neutral(err)); !ok || d != 40*time.Millisecond {
@@ -134,8 +135,8 @@ func TestToolErrorAndProtocolError(t *testing.T) {
 	}{
 		{"tool error counts as executed", mcptest.ToolError(), 0, "", true, 1},
 		{"invalid params", mcptest.ProtocolError(jsonrpc.CodeInvalidParams), jsonrpc.CodeInvalidParams, "", false, 0},
-		{"outcome unknown", mcptest.ProtocolError(retry.CodeOutcomeUnknown), retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, false, 0},
-		{"key required", mcptest.ProtocolError(retry.CodeKeyRequired), retry.CodeKeyRequired, retry.ReasonKeyRequired, false, 0},
+		{"outcome unknown", mcptest.ProtocolError(ledger.CodeOutcomeUnknown), ledger.CodeOutcomeUnknown, ledger.ReasonOutcomeUnknown, false, 0},
+		{"key required", mcptest.ProtocolError(ledger.CodeKeyRequired), ledger.CodeKeyRequired, ledger.ReasonKeyRequired, false, 0},
 		{"http fault off HTTP", mcptest.HTTPStatus(503), jsonrpc.CodeInternalError, "", false, 0},
 		{"http after-execute fault off HTTP", mcptest.HTTPStatusAfterExecute(503), jsonrpc.CodeInternalError, "", false, 0},
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpledger/mcpledger/retry"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -240,7 +240,7 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, withKey bo
 		if s.opts.Idempotent && key != "" {
 			if first, ok := st.first[key]; ok {
 				if first.Args != canon {
-					answer = server.Error(retry.CodeKeyReused, retry.ReasonKeyReused,
+					answer = server.Error(ledger.CodeKeyReused, ledger.ReasonKeyReused,
 						"mcptest: idempotency key reused with different arguments", 0)
 					return events
 				}
@@ -302,14 +302,14 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, withKey bo
 func preExecuteAnswer(f Fault) error {
 	switch f.Kind {
 	case KindFailTransient:
-		return server.Error(retry.CodeInProgress, retry.ReasonInProgress,
+		return server.Error(ledger.CodeInProgress, ledger.ReasonInProgress,
 			"mcptest: operation in progress (injected)", time.Duration(f.RetryAfterMs)*time.Millisecond)
 	case KindProtocolError:
 		reason := map[int64]string{
-			retry.CodeKeyReused:      retry.ReasonKeyReused,
-			retry.CodeInProgress:     retry.ReasonInProgress,
-			retry.CodeOutcomeUnknown: retry.ReasonOutcomeUnknown,
-			retry.CodeKeyRequired:    retry.ReasonKeyRequired,
+			ledger.CodeKeyReused:      ledger.ReasonKeyReused,
+			ledger.CodeInProgress:     ledger.ReasonInProgress,
+			ledger.CodeOutcomeUnknown: ledger.ReasonOutcomeUnknown,
+			ledger.CodeKeyRequired:    ledger.ReasonKeyRequired,
 		}[f.Code]
 		if reason != "" {
 			return server.Error(f.Code, reason, "mcptest: injected protocol error", 0)

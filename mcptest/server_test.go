@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -152,7 +153,7 @@ func TestIdempotentStandIn(t *testing.T) {
 	}
 
 	_, err = write(ctx, cs, "pay-1", "inv-1", 99)
-	if retry.Reason(client.Neutral(err)) != retry.ReasonKeyReused || !errors.Is(err, &jsonrpc.Error{Code: retry.CodeKeyReused}) {
+	if retry.Reason(client.Neutral(err)) != ledger.ReasonKeyReused || !errors.Is(err, &jsonrpc.Error{Code: ledger.CodeKeyReused}) {
 		t.Errorf("same key, other amount: CallTool = %v; want -31001 key_reused", err)
 	}
 	for range 2 {

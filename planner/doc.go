@@ -1,7 +1,7 @@
 // Package planner stops a model from repeating a tool call it already made.
 //
 // Models lose results (a timeout, a truncated context) and re-plan: they
-// issue the same call again, with no idempotency key of their own. The Guard
+// issue the same call again, with no idempotency key of their own. The [Guard]
 // recognizes such a call by (tenant, session, tool, argument fingerprint)
 // inside a time window and says what the earlier call became, so the caller
 // replays its result, waits for it, or refuses, instead of executing twice:
@@ -19,6 +19,6 @@
 //
 // The package also answers the ledger to the model as two read-only MCP
 // tools, ledger_status and ledger_list, scoped to the caller's tenant and
-// session (Tools); package planner/ledgertools serves them on a go-sdk
+// session ([Tools]); package [github.com/mcpledger/mcpledger/planner/ledgertools] serves them on a go-sdk
 // server. Package planner itself imports no MCP SDK.
 package planner

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/planner"
 )
@@ -69,13 +70,13 @@ func ExampleGuard_Check() {
 	}
 	defer st.Close()
 
-	first, _ := ledger.Fingerprint(json.RawMessage(`{"to":"bob","subject":"Invoice"}`))
+	first, _ := args.Fingerprint(json.RawMessage(`{"to":"bob","subject":"Invoice"}`))
 	id := ledger.ID{Layer: ledger.LayerClient, Tenant: "acme", Tool: "send_mail", Key: "mail-7"}
 	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: id, Session: "chat-1", Fingerprint: first, Owner: "agent"}); err != nil {
 		log.Fatal(err)
 	}
 
-	again, _ := ledger.Fingerprint(json.RawMessage(`{"subject": "Invoice", "to": "bob"}`))
+	again, _ := args.Fingerprint(json.RawMessage(`{"subject": "Invoice", "to": "bob"}`))
 	g := &planner.Guard{Store: st, Now: clock}
 	v, err := g.Check(ctx, planner.Query{Layer: ledger.LayerClient, Tenant: "acme", Session: "chat-1", Tool: "send_mail", Fingerprint: again})
 	if err != nil {

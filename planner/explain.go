@@ -14,14 +14,9 @@ func Explain(v Verdict) string {
 	if v.Record == nil {
 		return "No earlier call with these arguments was found in this session; the call is new."
 	}
-	if v.Decision == Run {
-		r := v.Record
-		if r.State == ledger.StateRejected {
-			return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) did not run; it is made again under the same key.",
-				r.Tool, r.Key, stamp(r.CreatedAt))
-		}
-		return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) never reached the tool; it is sent again under the same key.",
-			r.Tool, r.Key, stamp(r.CreatedAt))
+	if r := v.Record; v.Decision == Run && ledger.RowOf(r.State).Again != "" {
+		return fmt.Sprintf("An earlier call of %s with these arguments (key %s, first sent %s) %s.",
+			r.Tool, r.Key, stamp(r.CreatedAt), ledger.RowOf(r.State).Again)
 	}
 	return ExplainRecord(v.Record)
 }

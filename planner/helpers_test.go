@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,11 +62,11 @@ type call struct {
 	reason                     string // denial reason
 }
 
-func fingerprint(t *testing.T, args string) string {
+func fingerprint(t *testing.T, doc string) string {
 	t.Helper()
-	fp, err := ledger.Fingerprint(json.RawMessage(args))
+	fp, err := args.Fingerprint(json.RawMessage(doc))
 	if err != nil {
-		t.Fatalf("Fingerprint(%s) = %v", args, err)
+		t.Fatalf("Fingerprint(%s) = %v", doc, err)
 	}
 	return fp
 }
@@ -81,7 +83,7 @@ func seed(t *testing.T, st ledger.Store, c call) *ledger.Record {
 		c.state = ledger.StateSucceeded
 	}
 	id := ledger.ID{Layer: ledger.LayerClient, Tenant: c.tenant, Tool: c.tool, Key: c.key}
-	red, err := ledger.Redact(json.RawMessage(c.args))
+	red, err := redact.JSON(json.RawMessage(c.args))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func statusText(r *ledger.Record, matches int) string {
 	}
 	if r.Reconciled != nil {
 		fmt.Fprintf(&s, "\nReconciled: %s.", r.Reconciled.Text())
-	} else if n := len(r.Findings); n > 0 && r.State == ledger.StateUnknown {
+	} else if n := len(r.Findings); n > 0 && ledger.RowOf(r.State).Act == ledger.ActReconcile {
 		fmt.Fprintf(&s, "\n%s so far found no evidence either way; the last: %s.", reconcileAttempts(r.FindingCount), r.Findings[n-1].Text())
 		if !r.ReconcileAt.IsZero() {
 			fmt.Fprintf(&s, " The next is due %s.", stamp(r.ReconcileAt))
@@ -78,7 +78,7 @@ func listText(out ListOutput) string {
 			i+1, c.Tool, c.Key, c.State, attempts(c.Attempts), c.CreatedAt, c.UpdatedAt)
 	}
 	if out.More {
-		s.WriteString("\nOlder calls exist; ask with a larger limit (up to 100) or a state to see them.")
+		fmt.Fprintf(&s, "\nOlder calls exist; ask again with cursor %q to see them.", out.Next)
 	}
 	return s.String()
 }

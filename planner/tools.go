@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 )
 
 // Names of the ledger tools.
@@ -65,6 +66,8 @@ type StatusOutput struct {
 type ListInput struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"how many calls to show, newest first (default 20, at most 100)"`
 	State string `json:"state,omitempty" jsonschema:"only calls in this state (ListInputSchema names each state and its meaning)"`
+	// Cursor continues a list where an earlier answer's next ended.
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next cursor of an earlier answer, to see the calls older than those it showed"`
 }
 
 // ListInputSchema is the input schema of ledger_list: ListInput's, with
@@ -96,8 +99,10 @@ func StateFilterHelp() string {
 // ListOutput is the structured result of ledger_list.
 type ListOutput struct {
 	Calls []Call `json:"calls"`
-	// More reports that older calls exist beyond Limit.
-	More bool `json:"more"`
+	// More reports that older calls exist beyond Limit, and Next is the
+	// cursor that lists them.
+	More bool   `json:"more"`
+	Next string `json:"next,omitempty"`
 }
 
 // Call is what the ledger tools show of one record. Times are RFC 3339.
@@ -146,7 +151,7 @@ func newCall(r *ledger.Record, detail bool) Call {
 			c.Result = r.Result
 		}
 		c.Reconciled, c.Findings = r.Reconciled, r.Findings
-		if r.State == ledger.StateUnknown && !r.ReconcileAt.IsZero() {
+		if ledger.RowOf(r.State).Act == ledger.ActReconcile && !r.ReconcileAt.IsZero() {
 			c.NextReconcileAt = stamp(r.ReconcileAt)
 		}
 	}
@@ -274,12 +279,12 @@ func (t *Tools) byKey(ctx context.Context, tenant, session, tool, key string) ([
 	return found, nil
 }
 
-func (t *Tools) byArguments(ctx context.Context, tenant, session, tool string, args map[string]any) ([]*ledger.Record, error) {
-	raw, err := json.Marshal(args)
+func (t *Tools) byArguments(ctx context.Context, tenant, session, tool string, arguments map[string]any) ([]*ledger.Record, error) {
+	raw, err := json.Marshal(arguments)
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: arguments: %w", err)
 	}
-	fp, err := ledger.Fingerprint(raw, t.Exclude[tool]...)
+	fp, err := args.Fingerprint(raw, t.Exclude[tool]...)
 	if err != nil {
 		return nil, fmt.Errorf("planner: ledger_status: %w", err)
 	}
@@ -305,7 +310,7 @@ func (t *Tools) List(ctx context.Context, sc Scope, in ListInput) (string, ListO
 		return "", ListOutput{}, err
 	}
 	tenant, session := sc.Tenant, sc.Session
-	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Limit: in.Limit}
+	f := ledger.Filter{Tenant: tenant, Layer: t.layer(), Session: session, Limit: in.Limit, Cursor: in.Cursor}
 	var err error
 	switch {
 	case f.Limit <= 0:
@@ -322,7 +327,7 @@ func (t *Tools) List(ctx context.Context, sc Scope, in ListInput) (string, ListO
 	if err != nil {
 		return "", ListOutput{}, fmt.Errorf("planner: ledger_list: %w", err)
 	}
-	out := ListOutput{Calls: []Call{}, More: page.Next != ""}
+	out := ListOutput{Calls: []Call{}, More: page.Next != "", Next: page.Next}
 	for _, r := range page.Records {
 		if mine(r, tenant, session) {
 			out.Calls = append(out.Calls, newCall(r, false))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/planner/ledgertools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -128,12 +130,12 @@ func TestStatus(t *testing.T) {
 		callTool(t, cs, planner.StatusTool, map[string]any{"key": "o-1", "tool": "create_order"}, &out)
 		res, _ := json.Marshal(out.Call.Result)
 		want := `{"content":[{"type":"text","text":"order 42 created"}],"structuredContent":{"id":42}}`
-		if got, _ := ledger.Canonical(res); string(got) != mustCanonical(t, want) {
+		if got, _ := args.Canonical(res); string(got) != mustCanonical(t, want) {
 			t.Errorf("call.result = %s; want %s", res, want)
 		}
-		args, _ := json.Marshal(out.Call.Arguments)
-		if strings.Contains(string(args), "s3cret") || !strings.Contains(string(args), ledger.Redacted) {
-			t.Errorf("call.arguments = %s; want the stored, redacted arguments", args)
+		doc, _ := json.Marshal(out.Call.Arguments)
+		if strings.Contains(string(doc), "s3cret") || !strings.Contains(string(doc), redact.Placeholder) {
+			t.Errorf("call.arguments = %s; want the stored, redacted arguments", doc)
 		}
 		if out.Call.Attempts != 1 || out.Call.CreatedAt != "2026-03-01T09:00:00Z" {
 			t.Errorf("call = %+v; want 1 attempt created 2026-03-01T09:00:00Z", out.Call)
@@ -143,7 +145,7 @@ func TestStatus(t *testing.T) {
 
 func mustCanonical(t *testing.T, s string) string {
 	t.Helper()
-	c, err := ledger.Canonical(json.RawMessage(s))
+	c, err := args.Canonical(json.RawMessage(s))
 	if err != nil {
 		t.Fatal(err)
 	}

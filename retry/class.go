@@ -102,16 +102,16 @@ func Classify(err error) Class {
 	rejected, answered := false, false
 	for _, je := range jsonrpcErrors(err) {
 		switch je.Code {
-		case CodeKeyReused, CodeKeyRequired,
+		case ledger.CodeKeyReused, ledger.CodeKeyRequired,
 			ledger.CodeParseError, ledger.CodeInvalidRequest,
 			ledger.CodeMethodNotFound, ledger.CodeInvalidParams,
 			codeResourceNotFound, codeHeaderMismatch,
 			codeMissingRequiredClientCapabilities,
 			codeUnsupportedProtocolVersion, codeURLElicitationRequired:
 			return Permanent
-		case CodeInProgress:
+		case ledger.CodeInProgress:
 			return Transient
-		case CodeOutcomeUnknown:
+		case ledger.CodeOutcomeUnknown:
 			return Unknown
 		case codeRejectedByTransport:
 			rejected = true

@@ -60,9 +60,9 @@ func TestClassifyInMemory(t *testing.T) {
 		execs int
 	}{
 		{name: "in progress", fault: ptr(mcptest.FailTransient(1)), want: retry.Transient},
-		{name: "key reused", fault: ptr(mcptest.ProtocolError(retry.CodeKeyReused)), want: retry.Permanent},
-		{name: "outcome unknown", fault: ptr(mcptest.ProtocolError(retry.CodeOutcomeUnknown)), want: retry.Unknown},
-		{name: "key required", fault: ptr(mcptest.ProtocolError(retry.CodeKeyRequired)), want: retry.Permanent},
+		{name: "key reused", fault: ptr(mcptest.ProtocolError(ledger.CodeKeyReused)), want: retry.Permanent},
+		{name: "outcome unknown", fault: ptr(mcptest.ProtocolError(ledger.CodeOutcomeUnknown)), want: retry.Unknown},
+		{name: "key required", fault: ptr(mcptest.ProtocolError(ledger.CodeKeyRequired)), want: retry.Permanent},
 		{name: "invalid request", fault: ptr(mcptest.ProtocolError(jsonrpc.CodeInvalidRequest)), want: retry.Permanent},
 		{name: "method not found", fault: ptr(mcptest.ProtocolError(jsonrpc.CodeMethodNotFound)), want: retry.Permanent},
 		{name: "internal error may have run", fault: ptr(mcptest.ProtocolError(jsonrpc.CodeInternalError)), want: retry.Ambiguous},
@@ -340,8 +340,8 @@ func TestClassifyHTTPErrorBody(t *testing.T) {
 	if !errors.Is(err, &jsonrpc.Error{Code: -32005}) || !strings.Contains(err.Error(), "key reused") {
 		t.Errorf("CallTool = %v; want -32005 carrying the body's error", err)
 	}
-	if r := retry.Reason(client.Neutral(err)); r != retry.ReasonKeyReused {
-		t.Errorf("Reason(%v) = %q; want %q", err, r, retry.ReasonKeyReused)
+	if r := retry.Reason(client.Neutral(err)); r != ledger.ReasonKeyReused {
+		t.Errorf("Reason(%v) = %q; want %q", err, r, ledger.ReasonKeyReused)
 	}
 	check(t, s, err, retry.Permanent, false, 0)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"
 )
@@ -151,7 +152,7 @@ func TestDoSchedule(t *testing.T) {
 			name:      "retryAfter from the server lengthens the wait",
 			policy:    func(p *retry.Policy) { p.Rand = constRand(0) },
 			failures:  2,
-			err:       client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", 1500*time.Millisecond)),
+			err:       client.Neutral(server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "busy", 1500*time.Millisecond)),
 			wantCalls: 3,
 			wantWaits: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond},
 		},
@@ -159,7 +160,7 @@ func TestDoSchedule(t *testing.T) {
 			name:      "jitter above retryAfter is kept",
 			policy:    func(p *retry.Policy) { p.Rand, p.InitialInterval = constRand(1), time.Second },
 			failures:  1,
-			err:       client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", 10*time.Millisecond)),
+			err:       client.Neutral(server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "busy", 10*time.Millisecond)),
 			wantCalls: 2,
 			wantWaits: []time.Duration{time.Second},
 		},
@@ -167,7 +168,7 @@ func TestDoSchedule(t *testing.T) {
 			name:      "retryAfter past MaxElapsed gives up",
 			policy:    func(p *retry.Policy) { p.MaxElapsed = time.Second },
 			failures:  1,
-			err:       client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", 2*time.Second)),
+			err:       client.Neutral(server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "busy", 2*time.Second)),
 			wantCalls: 1,
 			wantErr:   retry.ErrExhausted,
 		},

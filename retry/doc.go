@@ -1,11 +1,11 @@
 // Package retry decides whether a failed MCP tool call may be sent again and
 // paces the attempts.
 //
-// Classify sorts every failure a go-sdk v1.8 client session reports into
-// Permanent (never retry), Transient (provably not executed: retry with the
-// same key), Ambiguous (may have executed: retry only when the server honours
-// idempotency keys) and Unknown (the server itself says the outcome is
-// unknown: reconcile). Do runs an operation with exponential backoff and full
+// [Classify] sorts every failure a go-sdk v1.8 client session reports into
+// [Permanent] (never retry), [Transient] (provably not executed: retry with the
+// same key), [Ambiguous] (may have executed: retry only when the server honours
+// idempotency keys) and [Unknown] (the server itself says the outcome is
+// unknown: reconcile). [Do] runs an operation with exponential backoff and full
 // jitter, honouring the server's retryAfterMs and ending any wait as soon as
 // the context is done:
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"
 )
@@ -14,7 +15,7 @@ import (
 // at least that long and sends the call again; a failure that is not
 // transient stops the loop.
 func ExampleDo() {
-	busy := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "operation in progress", 20*time.Millisecond))
+	busy := client.Neutral(server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "operation in progress", 20*time.Millisecond))
 	policy := &retry.Policy{
 		InitialInterval: time.Millisecond,
 		OnRetry: func(err error, next time.Duration, attempt int) {
@@ -38,10 +39,10 @@ func ExampleDo() {
 }
 
 func ExampleClassify() {
-	keyReused := server.Error(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0)
+	keyReused := server.Error(ledger.CodeKeyReused, ledger.ReasonKeyReused, "key bound to other arguments", 0)
 	fmt.Println(retry.Classify(client.Neutral(keyReused)))
 	fmt.Println(retry.Classify(client.Neutral(context.DeadlineExceeded)))
-	fmt.Println(retry.Classify(client.Neutral(server.Error(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "unknown", 0))))
+	fmt.Println(retry.Classify(client.Neutral(server.Error(ledger.CodeOutcomeUnknown, ledger.ReasonOutcomeUnknown, "unknown", 0))))
 	// Output:
 	// permanent
 	// ambiguous

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"
 )
@@ -19,14 +20,14 @@ import (
 // server errors: they must not panic, must not invent a wait, and must read
 // back what ServerError wrote.
 func FuzzErrorData(f *testing.F) {
-	f.Add(int64(retry.CodeInProgress), []byte(`{"reason":"in_progress","retryAfterMs":250}`), "in progress")
-	f.Add(int64(retry.CodeKeyReused), []byte(`{"reason":"key_reused"}`), "x")
+	f.Add(int64(ledger.CodeInProgress), []byte(`{"reason":"in_progress","retryAfterMs":250}`), "in progress")
+	f.Add(int64(ledger.CodeKeyReused), []byte(`{"reason":"key_reused"}`), "x")
 	f.Add(int64(-32005), []byte(`null`), `sending "tools/call": Unauthorized`)
-	f.Add(int64(retry.CodeInProgress), []byte(`{"retryAfterMs":-5}`), "")
+	f.Add(int64(ledger.CodeInProgress), []byte(`{"retryAfterMs":-5}`), "")
 	f.Add(int64(0), []byte(`[1,2`), "Too Many Requests")
 	f.Fuzz(func(t *testing.T, code int64, data []byte, msg string) {
 		err := fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: code, Message: msg, Data: data})
-		if d, ok := retry.RetryAfter(client.Neutral(err)); ok && (d <= 0 || code != retry.CodeInProgress) {
+		if d, ok := retry.RetryAfter(client.Neutral(err)); ok && (d <= 0 || code != ledger.CodeInProgress) {
 			t.Errorf("RetryAfter(%v) = %v, true; want a positive wait from -31002 only", err, d)
 		}
 		c := retry.Classify(client.Neutral(err))
@@ -44,7 +45,7 @@ func FuzzErrorData(f *testing.F) {
 			reason = string(data)
 		}
 		after := time.Duration(len(msg)) * time.Millisecond
-		built := server.Error(retry.CodeInProgress, reason, msg, after)
+		built := server.Error(ledger.CodeInProgress, reason, msg, after)
 		if got := retry.Reason(client.Neutral(built)); got != reason {
 			t.Errorf("Reason(ServerError(reason %q)) = %q", reason, got)
 		}
@@ -57,7 +58,7 @@ func FuzzErrorData(f *testing.F) {
 
 func BenchmarkClassify(b *testing.B) {
 	errs := map[string]error{
-		"server code": fmt.Errorf("calling %q: %w", "tools/call", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second)),
+		"server code": fmt.Errorf("calling %q: %w", "tools/call", server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "busy", time.Second)),
 		"plain":       errors.New("something odd"),
 	}
 	for name, err := range errs {

@@ -4,23 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
-)
-
-// Server error codes and reasons of the mcpledger wire conventions, from
-// their one home in package wire.
-const (
-	CodeKeyReused      = wire.CodeKeyReused
-	CodeInProgress     = wire.CodeInProgress
-	CodeOutcomeUnknown = wire.CodeOutcomeUnknown
-	CodeKeyRequired    = wire.CodeKeyRequired
-
-	ReasonKeyReused      = wire.ReasonKeyReused
-	ReasonInProgress     = wire.ReasonInProgress
-	ReasonStaleFence     = wire.ReasonStaleFence
-	ReasonOutcomeUnknown = wire.ReasonOutcomeUnknown
-	ReasonKeyRequired    = wire.ReasonKeyRequired
-	ReasonKeyInvalid     = wire.ReasonKeyInvalid
 )
 
 type errorData = wire.ErrorData
@@ -57,7 +42,7 @@ func Answered(err error) (code int64, data wire.ErrorData, ok bool) {
 // -31002 in_progress error in err's chain.
 func RetryAfter(err error) (time.Duration, bool) {
 	for _, je := range jsonrpcErrors(err) {
-		if je.Code != CodeInProgress {
+		if je.Code != ledger.CodeInProgress {
 			continue
 		}
 		if d, ok := decodeData(je); ok && d.RetryAfterMs > 0 {

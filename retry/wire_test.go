@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"
 )
@@ -46,19 +47,19 @@ func TestServerErrorOverTheWire(t *testing.T) {
 		wantAfter  time.Duration
 		wantClass  retry.Class
 	}{
-		{"key reused", server.Error(retry.CodeKeyReused, retry.ReasonKeyReused, "key bound to other arguments", 0), retry.ReasonKeyReused, 0, retry.Permanent},
-		{"in progress with retryAfter", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 250*time.Millisecond), retry.ReasonInProgress, 250 * time.Millisecond, retry.Transient},
-		{"in progress rounds up to ms", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 1500*time.Microsecond), retry.ReasonInProgress, 2 * time.Millisecond, retry.Transient},
-		{"in progress without retryAfter", server.Error(retry.CodeInProgress, retry.ReasonInProgress, "in progress", 0), retry.ReasonInProgress, 0, retry.Transient},
-		{"outcome unknown", server.Error(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "lease expired", 0), retry.ReasonOutcomeUnknown, 0, retry.Unknown},
-		{"key required", server.Error(retry.CodeKeyRequired, retry.ReasonKeyRequired, "no key", 0), retry.ReasonKeyRequired, 0, retry.Permanent},
-		{"key invalid", server.Error(retry.CodeKeyRequired, retry.ReasonKeyInvalid, "bad key", 0), retry.ReasonKeyInvalid, 0, retry.Permanent},
+		{"key reused", server.Error(ledger.CodeKeyReused, ledger.ReasonKeyReused, "key bound to other arguments", 0), ledger.ReasonKeyReused, 0, retry.Permanent},
+		{"in progress with retryAfter", server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "in progress", 250*time.Millisecond), ledger.ReasonInProgress, 250 * time.Millisecond, retry.Transient},
+		{"in progress rounds up to ms", server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "in progress", 1500*time.Microsecond), ledger.ReasonInProgress, 2 * time.Millisecond, retry.Transient},
+		{"in progress without retryAfter", server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "in progress", 0), ledger.ReasonInProgress, 0, retry.Transient},
+		{"outcome unknown", server.Error(ledger.CodeOutcomeUnknown, ledger.ReasonOutcomeUnknown, "lease expired", 0), ledger.ReasonOutcomeUnknown, 0, retry.Unknown},
+		{"key required", server.Error(ledger.CodeKeyRequired, ledger.ReasonKeyRequired, "no key", 0), ledger.ReasonKeyRequired, 0, retry.Permanent},
+		{"key invalid", server.Error(ledger.CodeKeyRequired, ledger.ReasonKeyInvalid, "bad key", 0), ledger.ReasonKeyInvalid, 0, retry.Permanent},
 		{"invalid params", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}, "", 0, retry.Permanent},
 		{"invalid request", &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "bad"}, "", 0, retry.Permanent},
 		{"method not found", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "bad"}, "", 0, retry.Permanent},
 		{"internal error may have run", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "boom"}, "", 0, retry.Ambiguous},
 		{"application code may have run", &jsonrpc.Error{Code: 42, Message: "boom"}, "", 0, retry.Ambiguous},
-		{"foreign data is no reason", &jsonrpc.Error{Code: retry.CodeInProgress, Message: "x", Data: []byte(`"text"`)}, "", 0, retry.Transient},
+		{"foreign data is no reason", &jsonrpc.Error{Code: ledger.CodeInProgress, Message: "x", Data: []byte(`"text"`)}, "", 0, retry.Transient},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,11 +96,11 @@ func TestReasonAndRetryAfterOnPlainErrors(t *testing.T) {
 		}
 	}
 	// RetryAfter reads only the in_progress code, whatever else says retryAfterMs.
-	other := server.Error(retry.CodeOutcomeUnknown, retry.ReasonOutcomeUnknown, "x", time.Second)
+	other := server.Error(ledger.CodeOutcomeUnknown, ledger.ReasonOutcomeUnknown, "x", time.Second)
 	if d, ok := retry.RetryAfter(client.Neutral(other)); ok {
 		t.Errorf("RetryAfter(%v) = %v, true; want false for code %d", other, d, other.Code)
 	}
-	wrapped := fmt.Errorf("calling: %w", errors.Join(errors.New("a"), server.Error(retry.CodeInProgress, retry.ReasonInProgress, "x", time.Second)))
+	wrapped := fmt.Errorf("calling: %w", errors.Join(errors.New("a"), server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "x", time.Second)))
 	if d, ok := retry.RetryAfter(client.Neutral(wrapped)); !ok || d != time.Second {
 		t.Errorf("RetryAfter(%v) = %v, %v; want 1s, true", wrapped, d, ok)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -91,7 +92,7 @@ func BenchmarkGuardedReconcile(b *testing.B) {
 		if err != nil {
 			b.Fatalf("call %s that meets its UNKNOWN record: %v; want the reconciler's finding", key, err)
 		}
-		if _, ok := res.Meta[server.MetaReplay]; !ok {
+		if _, ok := res.Meta[wire.MetaReplay]; !ok {
 			b.Fatalf("call %s: %+v; want the found result as a replay", key, res)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/guard"
+	"github.com/mcpledger/mcpledger/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,7 +18,7 @@ import (
 // A Guard's middleware adds it by itself; a proxy that forwards to a
 // key-aware upstream uses this to advertise the same.
 func Capability(retention time.Duration) map[string]any {
-	return map[string]any{CapabilityName: capabilityValue(retention)}
+	return map[string]any{wire.Capability: capabilityValue(retention)}
 }
 
 func capabilityValue(retention time.Duration) map[string]any {
@@ -40,7 +41,7 @@ func (g *Guard) advertise(res mcp.Result) {
 	if *caps != nil {
 		*c = **caps
 	}
-	if _, ok := c.Experimental[CapabilityName]; ok {
+	if _, ok := c.Experimental[wire.Capability]; ok {
 		return
 	}
 	// The SDK hands out a fresh capabilities value per result; copy anyway
@@ -52,7 +53,7 @@ func (g *Guard) advertise(res mcp.Result) {
 	// With a Tenant function keys are kept per tenant, taken from the
 	// authenticated request: a client need not make its tenants' keys
 	// distinct itself.
-	exp[CapabilityName] = guard.Capability(g.opts.Retention, g.opts.Tenant != nil)
+	exp[wire.Capability] = guard.Capability(g.opts.Retention, g.opts.Tenant != nil)
 	c.Experimental = exp
 	*caps = c
 }

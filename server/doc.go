@@ -25,19 +25,19 @@
 //   - arguments that fail the tool's input schema: -32602, nothing stored;
 //   - the same key with other arguments: -31001 key_reused, nothing run;
 //   - a duplicate while the first request runs: it waits up to
-//     Options.InProgressWait, then -31002 in_progress with retryAfterMs;
+//     [Options].InProgressWait, then -31002 in_progress with retryAfterMs;
 //   - a duplicate of a finished call: the stored result, with
 //     _meta["io.github.mcpledger/replay"] = {key, state, firstAt, attempts};
 //   - a call whose handler panicked, returned a Go error or its context's
 //     error, or whose server died mid-handler: -31003 outcome_unknown until
-//     the tool's reconciler (Options.Reconcilers) finds out what happened
+//     the tool's [Reconciler] (Options.Reconcilers) finds out what happened
 //     in the server's own data, when the next call with the key meets the
-//     record or Run's sweep comes by, or someone calls Reconcile.
+//     record or [Guard.Run]'s sweep comes by, or someone calls [Reconcile].
 //
-// The Guard is go-sdk's adapter of package guard, the server core every SDK
+// The [Guard] is go-sdk's adapter of package [guard], the server core every SDK
 // shares: it translates requests and answers, and guard decides.
 //
-// A handler reads the key with KeyFromContext and passes it on to its own
+// A handler reads the key with [KeyFromContext] and passes it on to its own
 // downstream (an end-to-end key). The middleware also advertises
 // capabilities.experimental["io.github.mcpledger/idempotency"], which tells
 // clients that an ambiguous failure is safe to retry with the same key.

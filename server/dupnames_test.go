@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // Arguments that give a member name twice mean one thing to one parser and
@@ -25,7 +26,7 @@ func TestGuardRefusesDuplicateNames(t *testing.T) {
 			r := newRig(t, nil, nil)
 			cs := r.connect()
 			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_order",
-				Meta: mcp.Meta{server.MetaKey: "k-1"}, Arguments: json.RawMessage(tc.args)})
+				Meta: mcp.Meta{wire.MetaKey: "k-1"}, Arguments: json.RawMessage(tc.args)})
 			if code, _, _ := wireErr(err); code != jsonrpc.CodeInvalidParams {
 				t.Fatalf("CallTool(%s) = %v (code %d); want %d", tc.args, err, code, jsonrpc.CodeInvalidParams)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -52,13 +53,13 @@ func Example() {
 	for range 3 {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{
 			Name:      "create_payment",
-			Meta:      mcp.Meta{server.MetaKey: "order-42"}, // a fresh map per call
+			Meta:      mcp.Meta{wire.MetaKey: "order-42"}, // a fresh map per call
 			Arguments: map[string]any{"amount_cents": 1250},
 		})
 		if err != nil {
 			log.Fatal(err)
 		}
-		_, replayed := res.Meta[server.MetaReplay]
+		_, replayed := res.Meta[wire.MetaReplay]
 		fmt.Println(res.Content[0].(*mcp.TextContent).Text, "replayed:", replayed)
 	}
 	fmt.Println("charges:", charges)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/server"
-	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -137,7 +137,7 @@ func TestHandlerRejectionIsRejected(t *testing.T) {
 		{jsonrpc.CodeInvalidParams, ledger.StateRejected, ledger.KindRefused},
 		{jsonrpc.CodeInvalidRequest, ledger.StateRejected, "jsonrpc_-32600"},
 		{jsonrpc.CodeMethodNotFound, ledger.StateRejected, "jsonrpc_-32601"},
-		{wire.CodeInProgress, ledger.StateRetryable, "in_progress"},
+		{ledger.CodeInProgress, ledger.StateRetryable, "in_progress"},
 	} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
 			r := newRig(t, nil, nil)
@@ -178,12 +178,12 @@ func TestDeadOwnerLeaseBecomesUnknown(t *testing.T) {
 	cs := r.connect()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := map[string]any{"item": "a", "qty": 1}
-	raw, err := json.Marshal(args)
+	arguments := map[string]any{"item": "a", "qty": 1}
+	raw, err := json.Marshal(arguments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := ledger.Fingerprint(raw)
+	fp, err := args.Fingerprint(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestDeadOwnerLeaseBecomesUnknown(t *testing.T) {
 	if _, err := st.Claim(ctx, ledger.ClaimRequest{ID: orderID("dead-1"), Fingerprint: fp, Owner: "dead-process", Lease: 200 * time.Millisecond}); err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
-	_, err = callKey(ctx, cs, "create_order", "dead-1", args)
+	_, err = callKey(ctx, cs, "create_order", "dead-1", arguments)
 	if ctx.Err() != nil {
 		t.Fatalf("duplicate of a dead owner's call still waits after 2 minutes (%v); want -31003 once the 200ms lease ran out", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
@@ -38,8 +39,8 @@ func TestStaleFenceRefused(t *testing.T) {
 		t.Fatalf("call with fence 2 = %v", err)
 	}
 	_, err := callFenced(ctx, cs, "k-fence", 1, "s1", args)
-	if code, reason, _ := wireErr(err); code != wire.CodeInProgress || reason != wire.ReasonStaleFence {
-		t.Fatalf("call with stale fence 1 = %v (code %d, reason %q); want -31002 %s", err, code, reason, wire.ReasonStaleFence)
+	if code, reason, _ := wireErr(err); code != ledger.CodeInProgress || reason != ledger.ReasonStaleFence {
+		t.Fatalf("call with stale fence 1 = %v (code %d, reason %q); want -31002 %s", err, code, reason, ledger.ReasonStaleFence)
 	}
 	if n := r.runs.Load(); n != 1 || len(seen) != 1 || seen[0] != (wire.Fence{Token: 2, Scope: "s1"}) {
 		t.Fatalf("handler runs = %d with fences %v; want 1 run with fence 2 of scope s1", n, seen)
@@ -94,7 +95,7 @@ func TestDeadServerOwnerIsUnknownAtOnce(t *testing.T) {
 	r := newRig(t, nil, &server.Options{InProgressWait: time.Hour})
 	ctx := context.Background()
 	owner := ledgertest.DeadOwner(t, "payments")
-	fp, err := ledger.Fingerprint([]byte(`{"item":"x","qty":1}`))
+	fp, err := args.Fingerprint([]byte(`{"item":"x","qty":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestDeadServerOwnerIsUnknownAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = callKey(ctx, r.connect(), "create_order", "k-dead", map[string]any{"item": "x", "qty": 1})
-	if code, reason, _ := wireErr(err); code != wire.CodeOutcomeUnknown {
+	if code, reason, _ := wireErr(err); code != ledger.CodeOutcomeUnknown {
 		t.Fatalf("duplicate of a dead owner's call = %v (code %d, %q); want -31003", err, code, reason)
 	}
 	if n := r.runs.Load(); n != 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,7 +126,7 @@ func TestKeyReusedWithOtherArguments(t *testing.T) {
 		t.Errorf("record changed by a rejected reuse: %+v -> %+v", before, after)
 	}
 	// Argument order and number spelling do not make a new request.
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_order", Meta: mcp.Meta{server.MetaKey: "k-1"},
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_order", Meta: mcp.Meta{wire.MetaKey: "k-1"},
 		Arguments: json.RawMessage(`{"qty": 1.0, "item": "book"}`)})
 	if err != nil {
 		t.Fatalf("equivalent arguments: %v", err)
@@ -145,15 +146,15 @@ func TestKeyAndArgumentErrors(t *testing.T) {
 		reason string
 		inMsg  string
 	}{
-		{"missing key", nil, map[string]any{"item": "a", "qty": 1}, -31004, "key_required", server.MetaKey},
-		{"empty key", mcp.Meta{server.MetaKey: ""}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "empty key"},
-		{"oversized key", mcp.Meta{server.MetaKey: long}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "256 bytes"},
-		{"bad bytes", mcp.Meta{server.MetaKey: "order 7/ü"}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "byte 0x20"},
-		{"key not a string", mcp.Meta{server.MetaKey: 42}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "not a string"},
-		{"conflicting keys", mcp.Meta{server.MetaKey: "a-1"}, map[string]any{"item": "a", "qty": 1, "idempotency_key": "b-2"}, -31004, "key_invalid", "different keys"},
+		{"missing key", nil, map[string]any{"item": "a", "qty": 1}, -31004, "key_required", wire.MetaKey},
+		{"empty key", mcp.Meta{wire.MetaKey: ""}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "empty key"},
+		{"oversized key", mcp.Meta{wire.MetaKey: long}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "256 bytes"},
+		{"bad bytes", mcp.Meta{wire.MetaKey: "order 7/ü"}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "byte 0x20"},
+		{"key not a string", mcp.Meta{wire.MetaKey: 42}, map[string]any{"item": "a", "qty": 1}, -31004, "key_invalid", "not a string"},
+		{"conflicting keys", mcp.Meta{wire.MetaKey: "a-1"}, map[string]any{"item": "a", "qty": 1, "idempotency_key": "b-2"}, -31004, "key_invalid", "different keys"},
 		{"argument key not a string", nil, map[string]any{"item": "a", "qty": 1, "idempotency_key": 7}, -31004, "key_invalid", "not a string"},
-		{"wrong argument type", mcp.Meta{server.MetaKey: "a-1"}, map[string]any{"item": "a", "qty": "two"}, jsonrpc.CodeInvalidParams, "", "invalid arguments"},
-		{"arguments not an object", mcp.Meta{server.MetaKey: "a-1"}, []int{1, 2}, jsonrpc.CodeInvalidParams, "", "JSON object"},
+		{"wrong argument type", mcp.Meta{wire.MetaKey: "a-1"}, map[string]any{"item": "a", "qty": "two"}, jsonrpc.CodeInvalidParams, "", "invalid arguments"},
+		{"arguments not an object", mcp.Meta{wire.MetaKey: "a-1"}, []int{1, 2}, jsonrpc.CodeInvalidParams, "", "JSON object"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -321,7 +322,7 @@ func TestTenantsAreSeparate(t *testing.T) {
 	cs := r.connect()
 	ctx := context.Background()
 	call := func(tenant string) error {
-		meta := mcp.Meta{server.MetaKey: "same-key"}
+		meta := mcp.Meta{wire.MetaKey: "same-key"}
 		if tenant != "" {
 			meta["tenant"] = tenant
 		}
@@ -348,14 +349,14 @@ func TestCapabilityAdvertised(t *testing.T) {
 	if caps == nil {
 		t.Fatalf("no capabilities in the initialize result")
 	}
-	v, ok := caps.Experimental[server.CapabilityName].(map[string]any)
+	v, ok := caps.Experimental[wire.Capability].(map[string]any)
 	if !ok {
-		t.Fatalf("experimental capabilities = %v; want %q", caps.Experimental, server.CapabilityName)
+		t.Fatalf("experimental capabilities = %v; want %q", caps.Experimental, wire.Capability)
 	}
 	if v["version"] != 1.0 || v["retentionSeconds"] != 7200.0 {
 		t.Errorf("capability = %v; want version 1, retentionSeconds 7200", v)
 	}
-	want := map[string]any{server.CapabilityName: map[string]any{"version": 1, "retentionSeconds": int64(60)}}
+	want := map[string]any{wire.Capability: map[string]any{"version": 1, "retentionSeconds": int64(60)}}
 	if got := server.Capability(time.Minute); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Capability(1m) = %v; want %v", got, want)
 	}

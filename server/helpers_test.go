@@ -119,7 +119,7 @@ func connectTo(t testing.TB, srv *mcp.Server, copts *mcp.ClientOptions) *mcp.Cli
 func callKey(ctx context.Context, cs *mcp.ClientSession, tool, key string, args any) (*mcp.CallToolResult, error) {
 	p := &mcp.CallToolParams{Name: tool, Arguments: args}
 	if key != "" {
-		p.Meta = mcp.Meta{server.MetaKey: key}
+		p.Meta = mcp.Meta{wire.MetaKey: key}
 	}
 	return cs.CallTool(ctx, p)
 }
@@ -145,7 +145,7 @@ func wireErr(err error) (code int64, reason string, retryAfterMs int64) {
 // replayOf returns the replay marker of a result, or nil for a fresh one.
 func replayOf(t testing.TB, res *mcp.CallToolResult) *wire.Replay {
 	t.Helper()
-	v, ok := res.Meta[server.MetaReplay]
+	v, ok := res.Meta[wire.MetaReplay]
 	if !ok {
 		return nil
 	}

@@ -76,7 +76,7 @@ type Options struct {
 	MaxResult int
 
 	// Owner names this server process in leases. Empty means
-	// ledger.NewOwner with a random label, unique per process, so a
+	// process.NewOwner with a random label, unique per process, so a
 	// restarted process never mistakes a dead predecessor's lease for its
 	// own, and a duplicate on this host knows at once when the process that
 	// held a call is gone.
@@ -111,15 +111,27 @@ type Options struct {
 	ReconcileBudget time.Duration
 }
 
-// Reconciler looks an UNKNOWN operation up in the server's own data and
-// says what it found (guard.Reconciler).
+// Reconciler looks an UNKNOWN operation up in the server's own data (the
+// payments table by idempotency key) and says what it found
+// ([guard.Reconciler]):
+//
+//	func(ctx context.Context, req ReconcileRequest) (ledger.Finding, error)
+//
+// The finding's verdict is ledger.VerdictFound with the result every
+// repeat gets back, VerdictFailed, VerdictNotRun when the effect is
+// provably absent (the next call with the key runs it), or VerdictUnknown
+// with what it saw. An error, or no answer within ReconcileBudget, leaves
+// the record UNKNOWN.
 type Reconciler = guard.Reconciler
 
-// ReconcileRequest is what a Reconciler is asked about.
+// ReconcileRequest is what a Reconciler is asked about
+// ([guard.ReconcileRequest]): the operation's Tenant, Tool and Key, and
+// its Arguments (json.RawMessage; as the request sent them when a call
+// met the record, as the record keeps them, redacted, in Run's sweep).
 type ReconcileRequest = guard.ReconcileRequest
 
 // ToolPolicy is the per-tool configuration of a Guard: the settings every
-// side shares (ledger.ToolSettings). Of them the Guard reads Retention,
+// side shares ([ledger.ToolSettings]). Of them the Guard reads Retention,
 // Reuse, Exclude and Compact, and ReadOnly (no key needed) and Keyed (a key
 // needed even when the tool is annotated read-only).
 type ToolPolicy = ledger.ToolSettings

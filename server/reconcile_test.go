@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,7 +57,7 @@ func TestSweepReconcilesDueUnknownRecords(t *testing.T) {
 	if err != nil {
 		t.Fatalf("call after the sweep found it: %v", err)
 	}
-	if _, ok := res.Meta[server.MetaReplay]; !ok || res.Content[0].(*mcp.TextContent).Text != "ord-found" {
+	if _, ok := res.Meta[wire.MetaReplay]; !ok || res.Content[0].(*mcp.TextContent).Text != "ord-found" {
 		t.Errorf("answer = %+v; want the found result as a replay", res)
 	}
 	if n := r.runs.Load(); n != 2 {

@@ -6,16 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/guard"
-	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-)
-
-// The wire names, from their one home in package wire.
-const (
-	MetaKey        = wire.MetaKey
-	ArgKey         = wire.ArgKey
-	MetaReplay     = wire.MetaReplay
-	CapabilityName = wire.Capability
 )
 
 // Error builds the JSON-RPC error a server returns for one of the

@@ -77,7 +77,7 @@ func (r *Resolutions) Resolved(ctx context.Context, before, after *ledger.Record
 
 func (r *Resolutions) resolvedAs(ctx context.Context, before, after *ledger.Record, method ledger.Method, side ledger.Side) {
 	if r == nil || r.resolved == nil || before == nil || after == nil ||
-		before.State != ledger.StateUnknown || after.State == ledger.StateUnknown {
+		ledger.RowOf(before.State).Act != ledger.ActReconcile || ledger.RowOf(after.State).Act == ledger.ActReconcile {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 4)

@@ -122,7 +122,10 @@ type Options struct {
 	// SetPeer overrides it. The zero value emits none.
 	Peer Peer
 	// Unknown, when set, feeds the mcpledger.records.unknown.open gauge:
-	// it is asked for its count each time the metrics are collected.
+	// it is asked for its count each time the metrics are collected. When
+	// it is an OpenCounter too (the SQLite and PostgreSQL stores are), it
+	// also feeds the age of the oldest UNKNOWN record and the approval
+	// backlog (see OpenCounter).
 	Unknown UnknownCounter
 }
 
@@ -163,8 +166,8 @@ type Telemetry struct {
 	operationDuration metric.Float64Histogram
 	executionDuration metric.Float64Histogram
 	resolutions       *Resolutions
-	// unknownGauge is the callback of mcpledger.records.unknown.open (nil
-	// without Options.Unknown); Close unregisters it.
+	// unknownGauge is the callback of the open-record gauges (nil without
+	// Options.Unknown); Close unregisters it.
 	unknownGauge metric.Registration
 }
 
@@ -252,45 +255,12 @@ func New(side ledger.Side, opts *Options) *Telemetry {
 	}
 	t.resolutions = newResolutions(m)
 	if o.Unknown != nil {
-		t.unknownGauge = observeUnknown(m, t.sideKV, o.Unknown)
+		t.unknownGauge = observeOpen(m, t.sideKV, o.Unknown, o.Now)
 	}
 	if o.Events != nil {
 		t.events = newEventWriter(o, t.dropped)
 	}
 	return t
-}
-
-// unknownTimeout bounds one count of the UNKNOWN records, so a slow store
-// delays a metrics collection by at most this much.
-const unknownTimeout = 2 * time.Second
-
-// observeUnknown registers the gauge of records in UNKNOWN now; Close
-// unregisters it. A count that fails is reported to otel.Handle and leaves
-// the gauge without a value for that collection, rather than a wrong zero.
-func observeUnknown(m metric.Meter, sideKV attribute.KeyValue, uc UnknownCounter) metric.Registration {
-	gauge, err := m.Int64ObservableGauge(MetricUnknownOpen, metric.WithUnit("{record}"),
-		metric.WithDescription("Records in UNKNOWN now, waiting to be reconciled (every tenant of the ledger)."))
-	if err != nil {
-		otel.Handle(err)
-		return nil
-	}
-	attrs := metric.WithAttributeSet(attribute.NewSet(sideKV))
-	reg, err := m.RegisterCallback(func(ctx context.Context, obs metric.Observer) error {
-		ctx, cancel := context.WithTimeout(ctx, unknownTimeout)
-		defer cancel()
-		n, err := uc.CountUnknown(ctx)
-		if err != nil {
-			otel.Handle(fmt.Errorf("telemetry: counting UNKNOWN records for %s: %w", MetricUnknownOpen, err))
-			return nil
-		}
-		obs.ObserveInt64(gauge, n, attrs)
-		return nil
-	}, gauge)
-	if err != nil {
-		otel.Handle(err)
-		return nil
-	}
-	return reg
 }
 
 func counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {

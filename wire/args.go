@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 )
 
 // MarshalArgs returns a call's arguments as a JSON object: nil and JSON
@@ -57,10 +57,10 @@ func marshalObject(a any) (json.RawMessage, error) {
 
 // DecodeArgs parses a request's arguments as a JSON object; absent or null
 // arguments are the empty object. A member name given twice, invalid UTF-8
-// or a lone surrogate is refused with ledger.ErrInvalidArguments
-// (ledger.DecodeArguments): every door answers it -32602.
+// or a lone surrogate is refused with [args.ErrInvalid]
+// ([args.Decode]): every door answers it -32602.
 func DecodeArgs(raw json.RawMessage) (map[string]any, error) {
-	return ledger.DecodeArguments(raw)
+	return args.Decode(raw)
 }
 
 // JSONKind names the JSON type of a decoded value, for messages.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -19,7 +20,7 @@ func ExampleReplay() {
 		panic(err)
 	}
 	fmt.Println(string(b))
-	fmt.Println(wire.RetryAfterMs(1500*time.Microsecond), wire.CodeInProgress, wire.ReasonStaleFence)
+	fmt.Println(wire.RetryAfterMs(1500*time.Microsecond), ledger.CodeInProgress, ledger.ReasonStaleFence)
 	// Output:
 	// {"io.github.mcpledger/replay":{"key":"order-7","state":"SUCCEEDED","firstAt":"2026-12-01T09:00:00Z","attempts":1}}
 	// 2 -31002 stale_fence

@@ -26,7 +26,7 @@ func setState[T ~string](field *T, s ledger.State) { *field = T(s) }
 // than replaying an empty success. It reports false when rec has a result
 // or succeeded.
 func Missing(rec *ledger.Record) (string, bool) {
-	if len(rec.Result) > 0 || rec.State == ledger.StateSucceeded {
+	if row := ledger.RowOf(rec.State); len(rec.Result) > 0 || row.Ran == ledger.RanYes && !row.IsError {
 		return "", false
 	}
 	if rec.ErrorMessage != "" {

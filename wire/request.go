@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 )
 
 // ErrKeyRequired: a guarded tool was called without an idempotency key.
@@ -123,16 +124,15 @@ func CarriesKeyArg(args json.RawMessage) bool {
 }
 
 // KeyArg is the decoded value of the idempotency_key member at the top
-// level of the argument object args, if it has one (of any JSON type: KeyOf
-// judges it). Arguments that hold the member are read by
-// ledger.DecodeArguments, so a member given twice is refused
-// (ledger.ErrInvalidArguments) rather than read one way here and another
-// by the tool.
-func KeyArg(args json.RawMessage) (any, bool, error) {
-	if !bytes.Contains(args, []byte(`"`+ArgKey+`"`)) && bytes.IndexByte(args, '\\') < 0 {
+// level of the argument object raw, if it has one (of any JSON type: KeyOf
+// judges it). Arguments that hold the member are read by [args.Decode], so
+// a member given twice is refused ([args.ErrInvalid]) rather than read one
+// way here and another by the tool.
+func KeyArg(raw json.RawMessage) (any, bool, error) {
+	if !bytes.Contains(raw, []byte(`"`+ArgKey+`"`)) && bytes.IndexByte(raw, '\\') < 0 {
 		return nil, false, nil
 	}
-	m, err := ledger.DecodeArguments(args)
+	m, err := args.Decode(raw)
 	if err != nil {
 		return nil, false, err
 	}

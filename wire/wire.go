@@ -1,19 +1,23 @@
 // Package wire is the one home of the mcpledger MCP conventions (DESIGN.md,
-// "Wire conventions"): the _meta keys, the capability, the server error
-// codes and their reasons, and the replay marker. The client, the server
-// middleware, the proxy and the test servers all import these names; none
-// defines its own.
+// "Wire conventions"): the _meta keys, the capability, the error data and
+// the replay marker ([Replay], [Marker]). The server error codes and their
+// reasons are defined once, in package ledger ([ledger.CodeKeyReused] …),
+// whose rows name them. The client, the server middleware, the proxy and
+// the test servers all import these names; none defines its own.
 //
 //	meta := mcp.Meta{wire.MetaKey: key, wire.MetaFence: fence}
-//	if errors.Is(err, &jsonrpc.Error{Code: wire.CodeKeyReused}) { ... }
+//	if errors.Is(err, &jsonrpc.Error{Code: ledger.CodeKeyReused}) { ... }
 //
-// The package imports no MCP SDK, so code on any SDK can use it.
+// A request's key and fence are read with [KeyOf] and [FenceOf], the same
+// at every end. The package imports no MCP SDK, so code on any SDK can use
+// it.
 package wire
 
 import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/compact"
 )
 
 // _meta entries and argument names.
@@ -33,10 +37,9 @@ const (
 	MetaError = "io.github.mcpledger/error"
 	// MetaReconciled marks a result recorded by a person's reconciliation.
 	MetaReconciled = "io.github.mcpledger/reconciled"
-	// MetaCompacted marks a result compacted past the size limit (the
-	// ledger's compaction writes it; package ledger holds no SDK and no
-	// import of ours, so the name lives there).
-	MetaCompacted = ledger.MetaCompacted
+	// MetaCompacted marks a result compacted past the size limit
+	// (package compact writes it, below wire, so the name lives there).
+	MetaCompacted = compact.MetaKey
 	// MetaSession names the ledger session of a host's request (the proxy
 	// reads it).
 	MetaSession = "io.github.mcpledger/session"
@@ -54,41 +57,8 @@ const (
 	CapabilityVersion = 1
 )
 
-// Server error codes. They sit outside the JSON-RPC reserved range
-// (-32768..-32000) and carry data.reason (an ErrorData). Their home is
-// package ledger, whose rows (ledger.RowOf) say which state answers with
-// which.
-const (
-	// CodeKeyReused: the key is bound to other arguments. Permanent.
-	CodeKeyReused = ledger.CodeKeyReused
-	// CodeInProgress: another request with this key is running, the call
-	// waits for a person, or nothing ran and the same key may be sent
-	// again (data.reason not_run); or the request's fence is stale.
-	// Transient; data.retryAfterMs says when to ask again.
-	CodeInProgress = ledger.CodeInProgress
-	// CodeOutcomeUnknown: the server cannot tell whether the call ran.
-	// Never retried; needs reconciliation.
-	CodeOutcomeUnknown = ledger.CodeOutcomeUnknown
-	// CodeKeyRequired: the key is missing or breaks the key rules. Permanent.
-	CodeKeyRequired = ledger.CodeKeyRequired
-)
-
-// Values of data.reason.
-const (
-	ReasonKeyReused      = "key_reused"
-	ReasonInProgress     = ledger.ReasonInProgress
-	ReasonStaleFence     = "stale_fence"
-	ReasonOutcomeUnknown = ledger.ReasonOutcomeUnknown
-	ReasonKeyRequired    = "key_required"
-	ReasonKeyInvalid     = "key_invalid"
-	// ReasonNotRun (with CodeInProgress): nothing ran, the server's
-	// handler said so (its transaction rolled back, its database was
-	// busy) or the proxy's ledger could not claim the call; send the
-	// same key again.
-	ReasonNotRun = ledger.ReasonNotRun
-)
-
-// ErrorData is the data member of the server errors above.
+// ErrorData is the data member of the server errors (ledger.CodeKeyReused
+// and the other codes, with ledger.ReasonKeyReused and the other reasons).
 type ErrorData struct {
 	Reason       string `json:"reason"`
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`

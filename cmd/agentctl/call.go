@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -75,6 +76,10 @@ transfer, publish ... and destructive tools) asks for confirmation on the
 terminal, with plain prompts when stdin is a pipe or ACCESSIBLE is set;
 --yes approves; with no one to ask nothing runs, the record is REJECTED and
 the command exits 2; the same command with --yes (and the same --key) runs it.`,
+		Example: `  agentctl call --server 'go run ./examples/payments' --key order-42 \
+      create_payment amount_cents=1250 currency=EUR payee=acme
+  agentctl call --url http://127.0.0.1:8080/mcp --args '{"id":"a1"}' lookup
+  agentctl call --json --key order-42 --yes create_payment amount_cents=1250`,
 		Args: usageArgs(1, -1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			if err := a.progressMode(f.progress); err != nil {
@@ -323,8 +328,22 @@ func (a *app) printOutcome(tool string, out *client.Outcome) error {
 		first = &at
 		attempts = r.Attempts
 	}
+	replayed, by := out.Replayed, "the ledger"
+	// by names who replayed when it is not this ledger.
+	if m, ok := serverReplay(out.Result); ok && !replayed {
+		// This ledger ran the call once, and the server answered from its
+		// own record: the tool did not run again.
+		replayed, by = true, "the server"
+		if !m.FirstAt.IsZero() {
+			at := m.FirstAt.UTC()
+			first = &at
+		}
+		if m.Attempts > 0 {
+			attempts = m.Attempts
+		}
+	}
 	if a.json {
-		if err := a.printJSON(callJSON{Tool: tool, Key: out.Key, State: state, Replayed: out.Replayed,
+		if err := a.printJSON(callJSON{Tool: tool, Key: out.Key, State: state, Replayed: replayed,
 			FirstAt: first, Attempts: attempts, Result: out.Result}); err != nil {
 			return err
 		}
@@ -335,16 +354,22 @@ func (a *app) printOutcome(tool string, out *client.Outcome) error {
 			}
 			a.println(text)
 		}
-		if out.Replayed {
-			when := "the ledger"
+		var note string
+		switch {
+		case replayed:
+			when := by
 			if first != nil {
 				when = first.Format(time.RFC3339)
+				if by != "the ledger" {
+					when += " by " + by
+				}
 			}
-			a.eprintf("replayed from %s: key %s, %s after %d attempt(s); nothing ran again (pass --new for a new operation)\n",
-				when, out.Key, state, attempts)
-		} else {
-			a.eprintf("key %s: %s after %d attempt(s)\n", out.Key, state, attempts)
+			note = fmt.Sprintf("replayed from %s: key %s, %s after %s; nothing ran again (pass --new for a new operation)",
+				when, out.Key, state, plural(attempts, "attempt", "attempts"))
+		default:
+			note = fmt.Sprintf("key %s: %s after %s", out.Key, state, plural(attempts, "attempt", "attempts"))
 		}
+		a.eprintln(wrapIndent(note, a.proseWidth(a.io.Err), "", "  "))
 	}
 	if fail != nil {
 		return fail
@@ -552,6 +577,8 @@ func (a *app) readRecord(ctx context.Context, tool, key string) *ledger.Record {
 // unconfirmedError says that no one confirmed a call (why says what the
 // confirmation came to), and how to run it.
 func unconfirmedError(tool, keyText, why string) error {
+	// The library's words name its Go options; the CLI's flags follow.
+	why = strings.ReplaceAll(why, confirm.ErrNoConfirmer.Error(), "no terminal and no elicitation-capable host to ask")
 	return fmt.Errorf("%s%s needs confirmation and no one confirmed it: %s; nothing ran; answer the prompt on a terminal, or run it again with --yes (the same --key works), or allow the tool in a policy file (--policy)", tool, keyText, ledger.OneLine(why, 200))
 }
 
@@ -576,9 +603,9 @@ func unknownError(tool, key string, err error) error {
 // rejection is the server's own words for a refused request.
 func rejection(err error) string {
 	if je, ok := errors.AsType[*jsonrpc.Error](err); ok {
-		return je.Message
+		return schemaWords(je.Message)
 	}
-	return err.Error()
+	return schemaWords(err.Error())
 }
 
 // upstreamDenied is the error kind of a record an upstream ledger denied.
@@ -615,4 +642,25 @@ func toolNames(tools []*mcp.Tool) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// serverReplay reads the replay marker a key-aware server (or agentctl
+// proxy) put on a result it answered from its own record.
+func serverReplay(res *mcp.CallToolResult) (wire.Replay, bool) {
+	if res == nil {
+		return wire.Replay{}, false
+	}
+	v, ok := res.Meta[wire.MetaReplay]
+	if !ok {
+		return wire.Replay{}, false
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return wire.Replay{}, false
+	}
+	var m wire.Replay
+	if err := json.Unmarshal(raw, &m); err != nil || m.Key == "" || !m.State.Valid() {
+		return wire.Replay{}, false
+	}
+	return m, true
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm/terminal"
 	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -37,6 +38,8 @@ operation executed once at the server, however often it was sent.
 A payment asks for confirmation on the terminal when stdin is one; otherwise
 the demo's own policy approves it. The ledger is temporary unless --ledger
 names one; the payments database always is.`,
+		Example: `  agentctl demo
+  agentctl demo --json`,
 		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			return a.demo(c.Context(), c.Flag("ledger").Changed)
@@ -69,7 +72,7 @@ func (a *app) runDemo(ctx context.Context, ownLedger bool, exe string, confirmer
 		if st, err = a.ledger(ctx, readWrite); err != nil {
 			return err
 		}
-		ledgerPath = ledger.MaskDSN(a.ledgerURL)
+		ledgerPath = postgres.MaskDSN(a.ledgerURL)
 	} else {
 		s, oerr := sqlite.Open(ctx, ledgerPath, nil)
 		if oerr != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/retry"
-	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -146,7 +145,7 @@ func (d *demo) why(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %v (the server may still be working)", d.timeout)
-	case retry.Reason(err) == retry.ReasonInProgress:
+	case retry.Reason(err) == ledger.ReasonInProgress:
 		return "the server says the first attempt is still running"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, mcp.ErrConnectionClosed):
 		return "the connection broke before the answer arrived"
@@ -197,7 +196,7 @@ func (d *demo) denied(err error) bool {
 // paid tells the outcome of a payment that went through.
 func (d *demo) paid(op *demoOp, out *client.Outcome) {
 	how := fmt.Sprintf("%d attempt(s)", out.Attempts)
-	if _, ok := out.Result.Meta[server.MetaReplay]; ok && !out.Replayed {
+	if _, ok := out.Result.Meta[wire.MetaReplay]; ok && !out.Replayed {
 		// The server had already run it: its own ledger answered.
 		how += "; the last answer came from the server's ledger, not from a second payment"
 		op.Replays++
@@ -324,7 +323,7 @@ func (d *demo) crash() error {
 // reconciledBy reads how the server settled a replayed result that was
 // UNKNOWN: the replay marker's reconciled member.
 func reconciledBy(res *mcp.CallToolResult) (*wire.Reconciled, error) {
-	raw, err := json.Marshal(res.Meta[server.MetaReplay])
+	raw, err := json.Marshal(res.Meta[wire.MetaReplay])
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (d *demo) summary(took time.Duration) (*demoSummary, error) {
 		if op.Executions, err = d.bank.Payments(d.ctx, op.Key); err != nil {
 			return nil, err
 		}
-		if rec.State == ledger.StateSucceeded || rec.State == ledger.StateFailed {
+		if ledger.RowOf(rec.State).Ran == ledger.RanYes {
 			s.Operations++
 		}
 		s.Attempts += op.Attempts

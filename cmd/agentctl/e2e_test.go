@@ -292,7 +292,11 @@ func TestCallExitCodes(t *testing.T) {
 		}
 	})
 	t.Run("2 no one to ask, then --yes with the same key", func(t *testing.T) {
-		e.call(nil, append([]string{"--key", "x-3"}, pay...)...).wantExit(t, exitUsage, "--yes", "policy", "same --key")
+		o := e.call(nil, append([]string{"--key", "x-3"}, pay...)...)
+		o.wantExit(t, exitUsage, "--yes", "policy", "same --key")
+		if strings.Contains(o.stderr, "Options.") {
+			t.Errorf("the CLI's error %q names the library's Go options; want its flags only", o.stderr)
+		}
 		if n := e.paymentsFor("x-3"); n != 0 {
 			t.Errorf("payments for unconfirmed x-3 = %d; want 0", n)
 		}

@@ -12,6 +12,9 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/codec"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/retry"
 )
@@ -182,13 +185,13 @@ func callReason(err error, interrupted, timedOut bool) string {
 		return reasonInvalidKey
 	case errors.Is(err, client.ErrArgumentsTooLarge):
 		return reasonArgumentsTooLarge
-	case errors.Is(err, ledger.ErrNoKey):
+	case errors.Is(err, codec.ErrNoKey):
 		return reasonUsage // the ledger key file is missing from the command line
 	case errors.Is(err, sqlite.ErrBusy):
 		return reasonLedgerLocked
 	case errors.Is(err, confirm.ErrNoConfirmer):
 		return reasonNoConfirmer
-	case errors.Is(err, ledger.ErrInProgress), retry.Reason(err) == retry.ReasonInProgress:
+	case errors.Is(err, ledger.ErrInProgress), retry.Reason(err) == ledger.ReasonInProgress:
 		return reasonInProgress
 	case timedOut:
 		return reasonTimeout
@@ -248,7 +251,7 @@ func callKind(rec *ledger.Record, err error) string {
 		// Of a RETRYABLE record: the upstream holds it for a person (and
 		// answered -31002 in_progress, which says no more).
 		return ledger.UpstreamKind(ledger.StatePendingApproval)
-	case retry.Reason(err) == retry.ReasonInProgress:
+	case retry.Reason(err) == ledger.ReasonInProgress:
 		return ledger.ReasonInProgress
 	case kind == "" && (errors.Is(err, confirm.ErrNoConfirmer) || errors.Is(err, confirm.ErrNoAnswer) || errors.Is(err, confirm.ErrAborted)):
 		return ledger.KindNoAnswer
@@ -264,7 +267,7 @@ func beforeTool(err error) bool {
 	if !ok {
 		return false
 	}
-	return je.Code == jsonrpc.CodeInvalidParams || je.Code == retry.CodeKeyRequired
+	return je.Code == jsonrpc.CodeInvalidParams || je.Code == ledger.CodeKeyRequired
 }
 
 // maxErrorLine bounds the error line: a message quoting a server's error
@@ -318,7 +321,7 @@ type errorBody struct {
 func (a *app) closeOrWarn(what string, close func() error) {
 	if err := close(); err != nil {
 		a.status.clear()
-		a.eprintf("agentctl: warning: closing %s failed: %s; the command's result stands\n", what, boundLine(ledger.MaskDSN(ledger.RedactText(err.Error()))))
+		a.eprintf("agentctl: warning: closing %s failed: %s; the command's result stands\n", what, boundLine(postgres.MaskDSN(redact.Text(err.Error()))))
 	}
 }
 
@@ -326,12 +329,12 @@ func (a *app) closeOrWarn(what string, close func() error) {
 // error object on stdout. It returns the exit code.
 func (a *app) report(err error) int {
 	code, reason := exitCode(err)
-	if errors.Is(err, ledger.ErrNoKey) {
+	if errors.Is(err, codec.ErrNoKey) {
 		code, reason = exitUsage, reasonUsage // the key file is missing from the command line
 	}
 	// An error may quote a URL, a header or a tool's text: no secret in it
 	// reaches the console.
-	msg := boundLine(ledger.MaskDSN(ledger.RedactText(err.Error())))
+	msg := boundLine(postgres.MaskDSN(redact.Text(err.Error())))
 	e, _ := errors.AsType[*exitError](err)
 	if a.json && (e == nil || !e.printed) {
 		body := errorBody{Reason: reason, Message: msg, Exit: code}

@@ -15,7 +15,6 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
-	"github.com/mcpledger/mcpledger/retry"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/wire"
 )
@@ -23,7 +22,7 @@ import (
 // A call that left no record is classified by its error chain: nothing
 // was sent, except where the chain itself says the outcome is unknown.
 func TestCallReason(t *testing.T) {
-	inProgress := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second))
+	inProgress := client.Neutral(server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "busy", time.Second))
 	tests := []struct {
 		name        string
 		err         error
@@ -66,7 +65,7 @@ func TestCallReason(t *testing.T) {
 // whatever else its error chain holds: a reconnect refused after the
 // send does not make an UNKNOWN call "nothing was sent".
 func TestRecordReason(t *testing.T) {
-	inProgress := client.Neutral(server.Error(retry.CodeInProgress, retry.ReasonInProgress, "busy", time.Second))
+	inProgress := client.Neutral(server.Error(ledger.CodeInProgress, ledger.ReasonInProgress, "busy", time.Second))
 	refusedReconnect := exitf(exitUnreachable, "cannot reach the MCP server at http://127.0.0.1:1/mcp")
 	clientErr := func(err error, state ledger.State) error {
 		return &client.Error{Tool: "pay", Key: "k", State: state, Err: err}

@@ -1,5 +1,6 @@
 module github.com/mcpledger/mcpledger/cmd/agentctl
 
+// go 1.26: github.com/ncruces/go-sqlite3 (through ledger/sqlite/purego) needs it.
 go 1.26.0
 
 replace github.com/mcpledger/mcpledger => ../..
@@ -60,7 +61,6 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0 // indirect
@@ -110,4 +110,11 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.84.0 // indirect
+)
+
+replace github.com/mcpledger/mcpledger/ledger/sqlite/purego => ../../ledger/sqlite/purego
+
+require (
+	github.com/google/jsonschema-go v0.4.3
+	github.com/mcpledger/mcpledger/ledger/sqlite/purego v0.0.0-00010101000000-000000000000
 )

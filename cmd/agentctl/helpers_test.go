@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -75,6 +76,7 @@ type seedRecord struct {
 	tenant, tool, key, session string
 	state                      ledger.State
 	result                     string // a CallToolResult JSON for SUCCEEDED/FAILED
+	args                       string // the arguments' JSON; a small default when empty
 }
 
 // seedLedger creates a SQLite ledger at path holding recs, with every
@@ -93,13 +95,16 @@ func seedLedger(t *testing.T, path string, now time.Time, recs ...seedRecord) {
 			tenant = "default"
 		}
 		id := ledger.ID{Layer: ledger.LayerClient, Tenant: tenant, Tool: r.tool, Key: r.key}
-		args := json.RawMessage(`{"amount_cents":1250,"payee":"acme"}`)
-		fp, err := ledger.Fingerprint(args)
+		doc := json.RawMessage(`{"amount_cents":1250,"payee":"acme"}`)
+		if r.args != "" {
+			doc = json.RawMessage(r.args)
+		}
+		fp, err := args.Fingerprint(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c, err := st.Claim(ctx, ledger.ClaimRequest{
-			ID: id, Session: r.session, Fingerprint: fp, Arguments: args, Owner: "seed",
+			ID: id, Session: r.session, Fingerprint: fp, Arguments: doc, Owner: "seed",
 			NeedsApproval: r.state == ledger.StateDenied || r.state == ledger.StatePendingApproval,
 		})
 		if err != nil || !c.Won {

@@ -20,8 +20,10 @@ func newLedgerCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "ledger",
 		Short: "Inspect, reconcile and purge the ledger's records",
-		Args:  subcommandArgs,
-		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+		Example: `  agentctl ledger list --state unknown
+  agentctl ledger show order-42`,
+		Args: subcommandArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.PersistentFlags().StringVar(&a.layer, "layer", "", "only records of this `LAYER` (client, proxy, server): whose records they are in a shared ledger")
 	completeWords(c, "layer", ledger.LayerClient, ledger.LayerProxy, ledger.LayerServer)

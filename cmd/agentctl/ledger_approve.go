@@ -33,6 +33,8 @@ used once, by the next call with that key (or the same call re-planned in
 its session), which runs it. --session also approves later calls of the same
 tool in that session for --for (default: until the call's approval expires).
 A policy with "distinctApprover": true refuses an approval by the requester.`,
+			Example: `  agentctl ledger approve order-42
+  agentctl ledger approve order-42 --tool create_payment --reason "checked"`,
 			Args: usageArgs(1, 1),
 		}
 		if !approve {
@@ -131,7 +133,7 @@ func (a *app) findPending(ctx context.Context, st ledger.Store, key, tool string
 	var states []string
 	for _, r := range all {
 		shown := ledger.AsRead(r, now)
-		if shown.State == ledger.StatePendingApproval {
+		if ledger.RowOf(shown.State).Waits == ledger.WaitsPerson {
 			pending = append(pending, r)
 			continue
 		}

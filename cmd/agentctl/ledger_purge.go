@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/period"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
@@ -19,7 +19,7 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerPurgeCmd) }
 func newLedgerPurgeCmd(a *app) *cobra.Command {
 	var f purgeFlags
 	c := &cobra.Command{
-		Use:   "purge [--older-than DURATION [--force]] [--dry-run] [--yes]",
+		Use:   "purge [--older-than DURATION [--force]] [--events-older-than DURATION] [--dry-run] [--yes]",
 		Short: "Remove settled records past their retention or older than DURATION",
 		Long: `purge removes settled records (SUCCEEDED, FAILED, DENIED, RETRYABLE,
 REJECTED) whose retention has ended, and with --older-than those last
@@ -37,7 +37,18 @@ purges without asking and prints what it purged.
 
 A record younger than the default retention (24h) is what answers an agent
 that retries a call: purged, the retry runs the call again. --older-than
-below 24h is therefore refused unless --force says so.`,
+below 24h is therefore refused unless --force says so.
+
+The events behind agentctl ledger stats have their own retention: purge
+also deletes the events older than --events-older-than (default 7d, the
+proxy's and the telemetry package's default too; 0 keeps them all).
+
+Purge deletes in short batches and leaves the ledger free between them, so
+calls of a running proxy or agent are not held up behind it; it prints how
+many records it removed per second. On SQLite the space freed goes back to
+the file's free pages; agentctl ledger vacuum gives it back to the disk.`,
+		Example: `  agentctl ledger purge --dry-run
+  agentctl ledger purge --older-than 30d --yes`,
 		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			return a.purge(c.Context(), &f)
@@ -47,11 +58,13 @@ below 24h is therefore refused unless --force says so.`,
 	c.Flags().BoolVar(&f.force, "force", false, "allow --older-than below the default retention (24h)")
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would be purged, and purge nothing")
 	c.Flags().BoolVar(&f.yes, "yes", false, "purge without asking on a terminal")
+	c.Flags().StringVar(&f.eventsOlderThan, "events-older-than", "7d", "also delete the statistics events older than `DURATION`; 0 keeps them")
 	return c
 }
 
 type purgeFlags struct {
 	olderThan          string
+	eventsOlderThan    string
 	force, dryRun, yes bool
 }
 
@@ -68,6 +81,14 @@ type dryRunJSON struct {
 func (a *app) purge(ctx context.Context, f *purgeFlags) error {
 	now := time.Now()
 	req := ledger.PurgeRequest{ExpiredBy: now}
+	var eventsAge time.Duration
+	if f.eventsOlderThan != "0" {
+		d, err := parseAge(f.eventsOlderThan)
+		if err != nil {
+			return exitf(exitUsage, "--events-older-than %q: want a duration such as 36h or 7d, or 0 to keep the events", f.eventsOlderThan)
+		}
+		eventsAge = d
+	}
 	if f.olderThan != "" {
 		d, err := parseAge(f.olderThan)
 		if err != nil {
@@ -122,11 +143,40 @@ func (a *app) purge(ctx context.Context, f *purgeFlags) error {
 	}
 	// The same request as the preview's, so the purge takes what the
 	// count said (less whatever changed state meanwhile).
+	began := time.Now()
 	n, err := st.Purge(ctx, req)
 	if err != nil {
 		return err
 	}
-	return a.printPurge(pv, n, false)
+	took := time.Since(began)
+	events := 0
+	if el, ok := st.(ledger.EventLog); ok && eventsAge > 0 {
+		if events, err = el.PurgeEvents(ctx, now.Add(-eventsAge)); err != nil {
+			return err
+		}
+	}
+	if a.json {
+		return a.printJSON(map[string]int{"purged": n, "perSecond": perSecond(n, took), "events": events})
+	}
+	if n == 0 {
+		if err := a.printPurge(pv, 0, false); err != nil {
+			return err
+		}
+	} else {
+		a.printf("purged %d records in %s (%d records/s)\n", n, took.Round(time.Millisecond), perSecond(n, took))
+	}
+	if events > 0 {
+		a.printf("purged %d events older than %s\n", events, f.eventsOlderThan)
+	}
+	return nil
+}
+
+// perSecond is n per second over d.
+func perSecond(n int, d time.Duration) int {
+	if d <= 0 {
+		return n
+	}
+	return int(float64(n) / d.Seconds())
 }
 
 // readAnswer reads one line from in, or gives up when ctx ends (Ctrl-C
@@ -196,14 +246,8 @@ func dayText(d time.Duration) string {
 
 // parseAge parses a Go duration, or a whole number of days written "7d".
 func parseAge(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err == nil && n >= 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	d, err := period.Parse(s)
+	if err != nil {
 		return 0, exitf(exitUsage, "--older-than %q: want a duration such as 90m, 36h or 7d", s)
 	}
 	return d, nil

@@ -65,6 +65,8 @@ UNKNOWN (as ledger list does: list them with --state UNKNOWN); 2 for bad usage,
 5 when the server or the ledger cannot be reached. --watch runs a pass again
 when the earliest record left UNKNOWN comes due, at most --every apart, until
 SIGINT or SIGTERM, which end it with exit 0.`,
+		Example: `  agentctl ledger reconcile order-42 --as succeeded --note "bank statement"
+  agentctl ledger reconcile --auto --server 'go run ./examples/payments'`,
 		Args: usageArgs(0, 1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			if auto {
@@ -86,7 +88,7 @@ SIGINT or SIGTERM, which end it with exit 0.`,
 			}
 			var result any
 			if resultFile != "" {
-				if to == ledger.StateRetryable {
+				if ledger.RowOf(to).Ran == ledger.RanNo {
 					return exitf(exitUsage, "--result-file with --as not_run: a call that never took effect has no result; drop --result-file")
 				}
 				raw, err := readResultFile(resultFile)
@@ -103,7 +105,7 @@ SIGINT or SIGTERM, which end it with exit 0.`,
 			if err != nil {
 				return err
 			}
-			if r.State != ledger.StateUnknown {
+			if ledger.RowOf(r.State).Act != ledger.ActReconcile {
 				return exitf(exitUsage, "record %s (%s) is %s; only UNKNOWN records are reconciled", r.Key, r.Tool, r.State)
 			}
 			done, err := client.Reconcile(c.Context(), st, r.ID, client.Reconciliation{As: to, By: a.who(), Note: note, Result: result})

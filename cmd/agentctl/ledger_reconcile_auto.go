@@ -237,7 +237,7 @@ func (r *autoRun) pass(ctx context.Context) (next time.Duration, err error) {
 			if firstErr == nil {
 				firstErr = err
 			}
-		case after.State == ledger.StateUnknown:
+		case ledger.RowOf(after.State).Act == ledger.ActReconcile:
 			sum.Unknown++
 			if due := time.Until(after.ReconcileAt); !after.ReconcileAt.IsZero() && due < next {
 				next = max(due, minAutoWait)
@@ -306,13 +306,10 @@ func verdictOf(rec, after *ledger.Record) string {
 	if after.FindingCount > rec.FindingCount && len(after.Findings) > 0 {
 		return string(after.Findings[len(after.Findings)-1].Verdict)
 	}
-	switch after.State {
-	case ledger.StateSucceeded:
-		return string(ledger.VerdictFound)
-	case ledger.StateFailed:
-		return string(ledger.VerdictFailed)
-	case ledger.StateUnknown:
-		return string(ledger.VerdictUnknown)
+	// Not run is said only by a finding: a re-send's RETRYABLE record
+	// may be one its server still runs.
+	if v := ledger.RowOf(after.State).Verdict; v != "" && v != ledger.VerdictNotRun {
+		return string(v)
 	}
 	return strings.ToLower(string(after.State))
 }

@@ -33,8 +33,8 @@ func autoPolicy(t *testing.T, dir string) string {
 // answer was lost, and au-none, whose server died before it paid.
 func strandTwo(t *testing.T, e *e2e, bare string) {
 	t.Helper()
-	for _, c := range []struct{ key, fault string }{{"au-paid", "handler-committed=sleep:4s"}, {"au-none", "handler=sleep:4s"}} {
-		e.run(nil, append([]string{"call", "--server", bare + " -fault " + c.fault, "--timeout", "1s", "--yes", "--key", c.key}, pay...)...).wantExit(t, exitUnknown)
+	for _, c := range []struct{ key, fault string }{{"au-paid", "handler-committed=sleep:30s"}, {"au-none", "handler=sleep:30s"}} {
+		e.run(nil, append([]string{"call", "--server", bare + " -fault " + c.fault, "--timeout", "8s", "--yes", "--key", c.key}, pay...)...).wantExit(t, exitUnknown)
 	}
 	if a, b := e.paymentsFor("au-paid"), e.paymentsFor("au-none"); a != 1 || b != 0 {
 		t.Fatalf("payments for au-paid, au-none = %d, %d; want 1 and 0", a, b)
@@ -108,7 +108,7 @@ func TestLedgerReconcileAutoUsage(t *testing.T) {
 // payment it made, and nothing is paid twice.
 func TestLedgerReconcileAutoByResend(t *testing.T) {
 	e := newE2E(t)
-	e.run(nil, append([]string{"call", "--server", e.server + " -fault handler-committed=sleep:4s", "--timeout", "1s", "--yes", "--key", "au-rs"}, pay...)...).wantExit(t, exitUnknown)
+	e.run(nil, append([]string{"call", "--server", e.server + " -fault handler-committed=sleep:30s", "--timeout", "8s", "--yes", "--key", "au-rs"}, pay...)...).wantExit(t, exitUnknown)
 	o := e.run(nil, "ledger", "reconcile", "--auto", "--server", e.server)
 	o.wantExit(t, exitOK)
 	if !strings.Contains(o.stdout, "au-rs create_payment: found by resend -> SUCCEEDED") {

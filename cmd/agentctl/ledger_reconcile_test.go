@@ -23,7 +23,7 @@ func TestLedgerReconcileBinary(t *testing.T) {
 	}
 
 	t.Run("not_run", func(t *testing.T) {
-		first := e.run(nil, append([]string{"call", "--server", bare + " -fault handler=sleep:4s", "--timeout", "1s", "--yes", "--key", "nr-1"}, pay...)...)
+		first := e.run(nil, append([]string{"call", "--server", bare + " -fault handler=sleep:30s", "--timeout", "8s", "--yes", "--key", "nr-1"}, pay...)...)
 		first.wantExit(t, exitUnknown)
 		if n := e.paymentsFor("nr-1"); n != 0 {
 			t.Fatalf("payments for nr-1 after the timeout = %d; want 0 (the server died before its commit)", n)
@@ -34,7 +34,7 @@ func TestLedgerReconcileBinary(t *testing.T) {
 			t.Fatalf("payments for nr-1 while UNKNOWN = %d; want 0: an UNKNOWN call is never sent again", n)
 		}
 		e.run(nil, "ledger", "reconcile", "nr-1", "--as", "not_run", "--note", "no payment nr-1 at the bank").wantExit(t, exitOK)
-		show := e.run(nil, "ledger", "show", "nr-1")
+		show := e.run(nil, "--wide", "ledger", "show", "nr-1") // the whole finding
 		show.wantExit(t, exitOK)
 		for _, want := range []string{"RETRYABLE", "reconciled", "not_run by person (" + osAccount() + ")", "no payment nr-1 at the bank", "findings"} {
 			if !strings.Contains(show.stdout, want) {
@@ -52,7 +52,7 @@ func TestLedgerReconcileBinary(t *testing.T) {
 	})
 
 	t.Run("succeeded", func(t *testing.T) {
-		first := e.run(nil, append([]string{"call", "--server", bare + " -fault handler-committed=sleep:4s", "--timeout", "1s", "--yes", "--key", "fd-1"}, pay...)...)
+		first := e.run(nil, append([]string{"call", "--server", bare + " -fault handler-committed=sleep:30s", "--timeout", "8s", "--yes", "--key", "fd-1"}, pay...)...)
 		first.wantExit(t, exitUnknown)
 		if n := e.paymentsFor("fd-1"); n != 1 {
 			t.Fatalf("payments for fd-1 = %d; want 1 (the fault comes after the commit)", n)
@@ -72,7 +72,7 @@ func TestLedgerReconcileBinary(t *testing.T) {
 		if n := e.paymentsFor("fd-1"); n != 1 {
 			t.Errorf("payments for fd-1 after the replay = %d; want still 1", n)
 		}
-		show := e.run(nil, "ledger", "show", "fd-1")
+		show := e.run(nil, "--wide", "ledger", "show", "fd-1") // the whole finding
 		show.wantExit(t, exitOK)
 		for _, want := range []string{"SUCCEEDED", "found by person (" + osAccount() + ")", "bank statement line 7"} {
 			if !strings.Contains(show.stdout, want) {

@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/ledger/aesgcm"
+	"github.com/mcpledger/mcpledger/ledger/codec"
+	"github.com/mcpledger/mcpledger/ledger/codec/aesgcm"
 )
 
 func init() { ledgerCommands = append(ledgerCommands, newLedgerRekeyCmd) }
@@ -19,7 +20,7 @@ func init() { ledgerCommands = append(ledgerCommands, newLedgerRekeyCmd) }
 // and fail a read that needs them with a message asking for the key file.
 // Commands that only show records (readOnly) see them redacted.
 func (a *app) keep(st ledger.Store, mode access) (ledger.Store, error) {
-	var codec ledger.Codec
+	var keyring codec.Codec
 	if a.ledgerKeyFile != "" {
 		keys, err := aesgcm.LoadKeyFile(a.ledgerKeyFile)
 		if err != nil {
@@ -28,17 +29,17 @@ func (a *app) keep(st ledger.Store, mode access) (ledger.Store, error) {
 		if info, err := os.Stat(a.ledgerKeyFile); err == nil && info.Mode().Perm()&0o077 != 0 {
 			a.eprintf("agentctl: warning: the key file %s may be read by other users (mode %04o); chmod 600 it\n", a.ledgerKeyFile, info.Mode().Perm())
 		}
-		codec = keys
+		keyring = keys
 	}
 	if mode == readWrite {
 		// A ledger that holds encrypted records takes no call written in
 		// clear beside them, nor one sealed with a key that does not
 		// match: say so before anything is sent.
-		if err := ledger.CheckKeys(context.Background(), st, codec); err != nil {
+		if err := codec.CheckKeys(context.Background(), st, keyring); err != nil {
 			return nil, errors.Join(exitf(exitUsage, "%v", err), st.Close())
 		}
 	}
-	sealed := ledger.WithCodec(st, codec)
+	sealed := codec.Wrap(st, keyring)
 	if mode == readOnly {
 		sealed = inspect(sealed)
 	}
@@ -46,7 +47,7 @@ func (a *app) keep(st ledger.Store, mode access) (ledger.Store, error) {
 	return sealed, nil
 }
 
-// Unwrap reaches the store the CLI's wrapper wraps (ledger.Rekey looks
+// Unwrap reaches the store the CLI's wrapper wraps (codec.Rekey looks
 // through wrappers for the store that rewrites payloads).
 func (s *cliStore) Unwrap() ledger.Store { return s.Store }
 
@@ -72,7 +73,8 @@ process the new file, run rekey, then remove the old lines.
 On PostgreSQL the replaced row versions stay in the table's files until
 VACUUM; run VACUUM on the records table after encrypting records that were
 stored in clear.`,
-		Args: usageArgs(0, 0),
+		Example: `  agentctl ledger rekey --ledger-key-file ledger.keys`,
+		Args:    usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			if a.ledgerKeyFile == "" {
 				return exitf(exitUsage, "rekey needs the keys: pass --ledger-key-file FILE or set MCPLEDGER_LEDGER_KEY_FILE")
@@ -89,8 +91,8 @@ stored in clear.`,
 			if !ok {
 				return exitf(exitUsage, "this ledger backend cannot rewrite records; rekey works on SQLite and PostgreSQL ledgers")
 			}
-			rep, err := ledger.Rekey(c.Context(), rw, keys)
-			if errors.Is(err, ledger.ErrNoKey) || errors.Is(err, aesgcm.ErrWrongKey) {
+			rep, err := codec.Rekey(c.Context(), rw, keys)
+			if errors.Is(err, codec.ErrNoKey) || errors.Is(err, aesgcm.ErrWrongKey) {
 				return exitf(exitUsage, "%v", err)
 			}
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/ledger/aesgcm"
+	"github.com/mcpledger/mcpledger/ledger/codec/aesgcm"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 

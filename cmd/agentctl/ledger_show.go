@@ -16,7 +16,9 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show KEY [--tool T] [--layer L]",
 		Short: "Show a key's records: state, attempts, approval, error and result (one per layer in a shared ledger)",
-		Args:  usageArgs(1, 1),
+		Example: `  agentctl ledger show order-42
+  agentctl ledger show order-42 --tool create_payment --json`,
+		Args: usageArgs(1, 1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			st, err := a.ledger(c.Context(), readOnly)
 			if err != nil {
@@ -121,7 +123,7 @@ func showFindings(t *table, r *ledger.Record) {
 	for _, f := range r.Findings {
 		t.row("finding", clip(f.Text(), 200))
 	}
-	if r.State == ledger.StateUnknown && !r.ReconcileAt.IsZero() {
+	if ledger.RowOf(r.State).Act == ledger.ActReconcile && !r.ReconcileAt.IsZero() {
 		t.row("next attempt", timeText(r.ReconcileAt))
 	}
 }

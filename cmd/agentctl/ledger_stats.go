@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/period"
 	"github.com/mcpledger/mcpledger/ledger"
 )
 
@@ -122,16 +122,7 @@ func (a *app) printStats(o statsOutput, period time.Duration, s ledger.Stats) er
 
 // parsePeriod reads --since: a Go duration, or a whole number of days.
 func parsePeriod(s string) (time.Duration, error) {
-	var d time.Duration
-	var err error
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if days, err = strconv.Atoi(n); err == nil {
-			d = time.Duration(days) * 24 * time.Hour
-		}
-	} else {
-		d, err = time.ParseDuration(s)
-	}
+	d, err := period.Parse(s)
 	if err != nil || d <= 0 {
 		return 0, exitf(exitUsage, "--since %q: want a positive duration such as 90m, 24h or 7d", s)
 	}

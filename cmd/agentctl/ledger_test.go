@@ -77,7 +77,7 @@ func TestLedgerList(t *testing.T) {
 		if n := strings.Count(o.stdout, "\n"); n != 2 {
 			t.Errorf("ledger list --limit 1 printed %d lines; want header and one row:\n%s", n, o.stdout)
 		}
-		if !strings.Contains(o.stderr, "--limit") {
+		if !strings.Contains(o.stderr, "--cursor ") {
 			t.Errorf("ledger list --limit 1 stderr = %q; want a hint that more records exist", o.stderr)
 		}
 	})
@@ -208,7 +208,7 @@ func TestLedgerReconcile(t *testing.T) {
 		if r.State != ledger.StateRetryable || len(r.Result) != 0 || r.Reconciled == nil || r.Reconciled.Verdict != ledger.VerdictNotRun {
 			t.Errorf("after reconcile --as not_run: %s, result %s, resolution %+v; want RETRYABLE, no result, not_run", r.State, r.Result, r.Reconciled)
 		}
-		show := inProcess(t, env, nil, "ledger", "show", "order-2", "--tool", "create_payment")
+		show := inProcess(t, env, nil, "--wide", "ledger", "show", "order-2", "--tool", "create_payment") // the whole finding
 		show.wantExit(t, exitOK)
 		for _, want := range []string{"not_run by person (" + osAccount() + ")", "no payment at the bank", "findings"} {
 			if !strings.Contains(show.stdout, want) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/codec"
 )
 
 // inspected is the ledger as the commands that show records to a person
@@ -103,6 +104,6 @@ func unreadable(ctx context.Context, st ledger.Store, recs []*ledger.Record) err
 	return nil
 }
 
-// encryptedJSON is what ledger.WithCodec lists in place of a payload it
+// encryptedJSON is what codec.Wrap lists in place of a payload it
 // cannot decrypt.
-const encryptedJSON = `"` + ledger.Encrypted + `"`
+const encryptedJSON = `"` + codec.Encrypted + `"`

@@ -94,13 +94,14 @@ func (a *app) termWidth(w io.Writer) int {
 	return width
 }
 
-// tableWidth is the width tables fit on stdout: the terminal's, or no
-// limit under --wide or when stdout is no terminal (and COLUMNS is unset).
+// tableWidth is the width tables fit on stdout: the terminal's (or
+// COLUMNS), 80 columns in a pipe, and no limit under --wide (--json
+// prints every value whole too).
 func (a *app) tableWidth() int {
 	if a.wide {
 		return 0
 	}
-	return a.termWidth(a.io.Out)
+	return a.proseWidth(a.io.Out)
 }
 
 // flushTable writes t fitted to stdout, and says so on stderr when cells

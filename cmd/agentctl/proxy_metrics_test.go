@@ -93,6 +93,11 @@ func TestProxyMetrics(t *testing.T) {
 		regexp.MustCompile(`(?m)^mcpledger_calls_total\{gen_ai_tool_name="write",mcpledger_outcome="replayed",mcpledger_side="client"[^}]*\} 1$`),
 		regexp.MustCompile(`(?m)^mcpledger_duplicate_hits_total\{gen_ai_tool_name="write",mcpledger_side="client",mcpledger_state="SUCCEEDED"[^}]*\} 1$`),
 		regexp.MustCompile(`(?m)^mcpledger_replay_duration_seconds_count\{gen_ai_tool_name="write",mcpledger_side="client"[^}]*\} 1$`),
+		// The gauges of open records, read from the proxy's ledger through
+		// agentctl's store wrapper.
+		regexp.MustCompile(`(?m)^mcpledger_records_unknown_open\{mcpledger_side="client"[^}]*\} 0$`),
+		regexp.MustCompile(`(?m)^mcpledger_records_unknown_oldest_age_seconds\{mcpledger_side="client"[^}]*\} 0$`),
+		regexp.MustCompile(`(?m)^mcpledger_records_pending_approval_open\{mcpledger_side="client"[^}]*\} 0$`),
 		regexp.MustCompile(`(?m)^mcp_client_operation_duration_seconds_count\{gen_ai_operation_name="execute_tool",gen_ai_tool_name="write",mcp_method_name="tools/call",[^}]*mcpledger_outcome="succeeded"[^}]*\} 1$`),
 	} {
 		if !want.Match(body) {

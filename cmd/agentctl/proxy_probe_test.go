@@ -91,7 +91,7 @@ func (s *probeSetup) record(t *testing.T, key string) *ledger.Record {
 // call whose outcome it does not know.
 func wantUnknown(t *testing.T, what string, res *mcp.CallToolResult, err error) {
 	t.Helper()
-	if je, ok := errors.AsType[*jsonrpc.Error](err); !ok || je.Code != wire.CodeOutcomeUnknown {
+	if je, ok := errors.AsType[*jsonrpc.Error](err); !ok || je.Code != ledger.CodeOutcomeUnknown {
 		t.Fatalf("%s = %+v, %v; want -31003 outcome unknown", what, res, err)
 	}
 }

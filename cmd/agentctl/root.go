@@ -109,7 +109,15 @@ approval, 130 interrupted (nothing final recorded).`,
 		Version:       versionText(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Help and completion are generated; a bare "agentctl" shows help.
+		// Help and completion are generated; a bare "agentctl" shows help,
+		// and a mistyped command is one line naming the nearest ones
+		// (cobra's own message spans four lines).
+		Args: subcommandArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+		Example: `  agentctl demo
+  agentctl call --server 'go run ./examples/payments' --key order-42 \
+      create_payment amount_cents=1250 currency=EUR payee=acme
+  agentctl ledger list --state unknown`,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitf(exitUsage, "%v; see %s --help", err, c.CommandPath())
@@ -141,6 +149,7 @@ approval, 130 interrupted (nothing final recorded).`,
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
+	a.addLedgerCompletion(root)
 	// Every Use line already shows its flags the way DESIGN.md writes them.
 	walk(root, func(c *cobra.Command) { c.DisableFlagsInUseLine = true })
 	walk(root, a.hideEnvDefaults)
@@ -209,6 +218,10 @@ func strictCompletion(root *cobra.Command) {
 		if c.Name() == "completion" {
 			c.Args = subcommandArgs
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+			c.Example = "  source <(agentctl completion bash)\n  agentctl completion zsh > \"${fpath[1]}/_agentctl\""
+			for _, sh := range c.Commands() {
+				sh.Example = "  agentctl completion " + sh.Name() + " > agentctl." + sh.Name()
+			}
 		}
 	}
 }
@@ -217,6 +230,9 @@ func strictCompletion(root *cobra.Command) {
 // names the usage line.
 func usageArgs(min, max int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
+		if missing := positionals(c.Use); len(args) < min && len(missing) > len(args) {
+			return exitf(exitUsage, "%s needs %s; usage: %s", c.CommandPath(), strings.Join(missing[len(args):min], " and "), c.UseLine())
+		}
 		if len(args) < min || (max >= 0 && len(args) > max) {
 			return exitf(exitUsage, "%s takes %s; usage: %s", c.CommandPath(), argCount(min, max), c.UseLine())
 		}
@@ -232,10 +248,29 @@ func subcommandArgs(c *cobra.Command, args []string) error {
 		return nil
 	}
 	hint := ""
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default, set only on its path
+	}
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 	}
 	return exitf(exitUsage, "unknown command %q for %s%s; see %s --help", args[0], c.CommandPath(), hint, c.CommandPath())
+}
+
+// positionals lists the required positional arguments a Use line names:
+// its upper-case words outside brackets and parentheses ("TOOL" of
+// "call [--key K] TOOL [NAME=VALUE ...]"), in order.
+func positionals(use string) []string {
+	var names []string
+	depth := 0
+	for _, w := range strings.Fields(use)[1:] {
+		open := depth == 0 && !strings.HasPrefix(w, "[") && !strings.HasPrefix(w, "(") && !strings.HasPrefix(w, "-")
+		depth += strings.Count(w, "[") + strings.Count(w, "(") - strings.Count(w, "]") - strings.Count(w, ")")
+		if open && w == strings.ToUpper(w) && strings.Trim(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+			names = append(names, w)
+		}
+	}
+	return names
 }
 
 func argCount(min, max int) string {
@@ -246,6 +281,8 @@ func argCount(min, max int) string {
 		return "one argument"
 	case min == max:
 		return fmt.Sprintf("%d arguments", min)
+	case max < 0 && min == 1:
+		return "at least one argument"
 	case max < 0:
 		return fmt.Sprintf("at least %d arguments", min)
 	}

@@ -26,6 +26,8 @@ MCPLEDGER_SESSION, else the session agentctl call uses in this shell.
 A host configures it like any stdio server, for example:
 
   {"command": "agentctl", "args": ["serve", "--session", "my-agent"]}`,
+		Example: `  agentctl serve
+  agentctl serve --session support-bot`,
 		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			if session == "" {

@@ -48,7 +48,7 @@ func TestSessionApprovalEndsWithAChangedPolicy(t *testing.T) {
 	if len(p2) != 1 || !standsOn(p2[0].Approval, recs[0]) {
 		t.Fatalf("ledger show p-2 approval = %+v; want the standing approval of p-1 (%+v)", p2[0].Approval, recs[0].Approval)
 	}
-	if text := e.run(nil, "ledger", "show", "p-2").stdout; !strings.Contains(text, "standing approval given on create_payment key p-1") {
+	if text := e.run(nil, "ledger", "show", "--wide", "p-2").stdout; !strings.Contains(text, "standing approval given on create_payment key p-1") {
 		t.Errorf("ledger show p-2 = %q; want the standing approval named", text)
 	}
 	if exp := e.run(nil, "ledger", "export").stdout; !strings.Contains(exp, `"standing":{"layer":"client","tool":"create_payment","key":"p-1"`) {

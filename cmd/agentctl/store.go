@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -67,7 +68,7 @@ func (a *app) ledger(ctx context.Context, mode access) (ledger.Store, error) {
 	if scheme, _, ok := strings.Cut(target, "://"); ok {
 		open, found := ledgerBackends[strings.ToLower(scheme)]
 		if !found {
-			return nil, reasonf(reasonLedgerInvalid, "--ledger %s: no ledger backend for %q; pass a SQLite file path or a postgres:// URL", ledger.MaskDSN(target), scheme)
+			return nil, reasonf(reasonLedgerInvalid, "--ledger %s: no ledger backend for %q; pass a SQLite file path or a postgres:// URL", postgres.MaskDSN(target), scheme)
 		}
 		st, err := open(ctx, target)
 		if err != nil {

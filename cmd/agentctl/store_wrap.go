@@ -123,7 +123,7 @@ func (s *cliStore) Claim(ctx context.Context, req ledger.ClaimRequest) (c ledger
 		c, err = s.Store.Claim(ctx, req)
 		return err
 	})
-	if err == nil && c.Won && c.Record != nil && c.Record.State == ledger.StateProcessing {
+	if err == nil && c.Won && c.Record != nil && ledger.RowOf(c.Record.State).Waits == ledger.WaitsTool {
 		s.a.awaitAnswer(req.Tool, req.Key)
 	}
 	return c, err
@@ -134,7 +134,7 @@ func (s *cliStore) Transition(ctx context.Context, t ledger.Transition) (r *ledg
 		r, err = s.Store.Transition(ctx, t)
 		return err
 	})
-	if err == nil && t.To == ledger.StateProcessing && t.From != ledger.StateProcessing {
+	if err == nil && ledger.RowOf(t.To).Waits == ledger.WaitsTool && ledger.RowOf(t.From).Waits != ledger.WaitsTool {
 		// Approved, or taken over: the call goes to the upstream now.
 		s.a.awaitAnswer(t.ID.Tool, t.ID.Key)
 	}

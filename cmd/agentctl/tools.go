@@ -20,7 +20,9 @@ func newToolsCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "tools [--server 'CMD ARGS' | --url URL]",
 		Short: "List the tools of an MCP server, their annotations and what the policy says",
-		Args:  usageArgs(0, 0),
+		Example: `  agentctl tools --server 'go run ./examples/payments'
+  agentctl tools --url http://127.0.0.1:8080/mcp --json`,
+		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			if err := up.check(); err != nil {
 				return err
@@ -85,7 +87,7 @@ func verdictColour(v confirm.Verdict) string {
 
 // annotationText lists the hints a server declared, in words. Hints left
 // unset are not shown: their defaults (destructive, open world) are what a
-// client assumes anyway, and a server that set nothing shows "-".
+// client assumes anyway; a server that declared none shows "-".
 func annotationText(an *mcp.ToolAnnotations) string {
 	if an == nil {
 		return "-"
@@ -112,7 +114,9 @@ func annotationText(an *mcp.ToolAnnotations) string {
 		}
 	}
 	if len(hints) == 0 {
-		return "-"
+		// Declared, every hint at its default: say what --json says
+		// (readOnlyHint and idempotentHint false), not "-" as if none.
+		hints = append(hints, "not read-only", "not idempotent")
 	}
 	return strings.Join(hints, ",")
 }

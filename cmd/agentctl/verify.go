@@ -56,6 +56,9 @@ key-aware server's replay marker) or the ledger's claims, and say so.
 Exit codes: 0 every guarantee that ran holds, 1 at least one does not (the
 error line names them), 2 bad usage, 5 the server or the ledger could not be
 reached.`,
+		Example: `  agentctl verify
+  agentctl verify --server './payments -db pay.db' --tool create_payment \
+      --args '{"amount_cents":1250,"payee":"acme"}' --only G1,G4`,
 		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error { return a.verify(c.Context(), &f) }),
 	}
@@ -164,7 +167,11 @@ func (a *app) verify(ctx context.Context, f *verifyFlags) error {
 		if err != nil {
 			also = "; also: " + oneLine(err.Error())
 		}
-		return exitf(exitFailed, "%d of %d guarantees that ran do not hold: %s%s", len(failed), ran, strings.Join(failed, ", "), also)
+		verb := "do not hold"
+		if len(failed) == 1 {
+			verb = "does not hold"
+		}
+		return exitf(exitFailed, "%d of %s that ran %s: %s%s", len(failed), plural(ran, "guarantee", "guarantees"), verb, strings.Join(failed, ", "), also)
 	}
 	if err != nil {
 		// Every guarantee held, but the scratch tenants could not be
@@ -172,7 +179,8 @@ func (a *app) verify(ctx context.Context, f *verifyFlags) error {
 		return err
 	}
 	if !a.json {
-		a.eprintf("%d guarantees hold, %d skipped\n", ran, len(results)-ran)
+		held := plural(ran, "guarantee holds", "guarantees hold")
+		a.eprintf("%s, %d skipped\n", held, len(results)-ran)
 	}
 	return nil
 }
@@ -185,10 +193,22 @@ func (a *app) printGuarantee(r verify.Result) {
 		return
 	}
 	mark := map[verify.Status]string{verify.Pass: "pass", verify.Fail: "FAIL", verify.Skip: "skip"}[r.Status]
-	a.printf("%-4s %-19s %-6s %s\n", r.ID, r.Name, mark, r.Figure)
+	head := fmt.Sprintf("%-4s %-19s %-6s ", r.ID, r.Name, mark)
+	indent := strings.Repeat(" ", len(head))
+	a.printf("%s\n", strings.TrimRight(a.wrapColumn(head, r.Figure, indent), " "))
 	if r.Reason != "" {
-		a.printf("%-4s %-19s %-6s ↳ %s\n", "", "", "", oneLine(r.Reason))
+		a.printf("%s\n", a.wrapColumn(indent+"↳ ", oneLine(r.Reason), indent+"  "))
 	}
+}
+
+// wrapColumn is a table row whose last column is prose: head, then text
+// wrapped to the width of stdout (80 columns in a pipe) onto lines
+// indented with rest; --wide keeps it on one line.
+func (a *app) wrapColumn(head, text, rest string) string {
+	if a.wide {
+		return head + text
+	}
+	return wrapIndent(text, a.proseWidth(a.io.Out), head, rest)
 }
 
 // ledgerFiles are the SQLite files of --ledger (none for PostgreSQL).
@@ -288,4 +308,12 @@ func (k *children) reap() {
 			continue // the group is gone already: its session closed it
 		}
 	}
+}
+
+// plural is "1 guarantee" or "n guarantees".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

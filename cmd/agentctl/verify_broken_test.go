@@ -58,7 +58,7 @@ func (b *brokenServer) handle(_ context.Context, req *mcp.CallToolRequest) (*mcp
 		b.fences[key] = max(b.fences[key], int64(f))
 		b.mu.Unlock()
 		if stale {
-			return nil, server.Error(wire.CodeInProgress, wire.ReasonStaleFence, "broken: stale fence", time.Millisecond)
+			return nil, server.Error(ledger.CodeInProgress, ledger.ReasonStaleFence, "broken: stale fence", time.Millisecond)
 		}
 	}
 	if b.mode != "ignorekeys" && key != "" {
@@ -66,7 +66,7 @@ func (b *brokenServer) handle(_ context.Context, req *mcp.CallToolRequest) (*mcp
 		if f, ok := b.first[key]; ok {
 			b.mu.Unlock()
 			if f.args != args {
-				return nil, server.Error(wire.CodeKeyReused, wire.ReasonKeyReused, "broken: key reused", 0)
+				return nil, server.Error(ledger.CodeKeyReused, ledger.ReasonKeyReused, "broken: key reused", 0)
 			}
 			res := *f.res
 			res.Meta = mcp.Meta{wire.MetaReplay: wire.Replay{Key: key, State: ledger.StateSucceeded, FirstAt: f.at, Attempts: 1}}

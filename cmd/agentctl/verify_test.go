@@ -78,7 +78,7 @@ func TestVerifyPaymentsStdio(t *testing.T) {
 	// A payment answers at once, so G12 can seldom cut it off after its
 	// effect and then skips (TestVerifyUnknownResolves gives it a slow
 	// one); on a busy machine it may, and then it must pass.
-	wantAllHold(t, o, "G12?")
+	wantAllHold(t, o, "G12?", "G13")
 	wantScratchGone(t, filepath.Join(e.dir, "ledger.db"))
 }
 
@@ -88,7 +88,7 @@ func TestVerifyPaymentsHTTP(t *testing.T) {
 	// An HTTP server is not ours to kill: G6 checks the ledger's owners
 	// only, and says so.
 	o := e.run(nil, e.verifyArgs("--url", url)...)
-	wantAllHold(t, o, "G12?")
+	wantAllHold(t, o, "G12?", "G13")
 	if !strings.Contains(o.stdout, "not ours to kill") {
 		t.Errorf("G6 over HTTP does not say the server was not killed:\n%s", o.stdout)
 	}
@@ -103,7 +103,11 @@ func TestVerifyPaymentsPostgres(t *testing.T) {
 	for _, up := range [][]string{{"--server", server}, {"--url", e.startPaymentsHTTP("-ledger", url)}} {
 		t.Run(up[0][2:], func(t *testing.T) {
 			o := e.runEnv(nil, []string{"MCPLEDGER_LEDGER=" + url}, e.verifyArgs(up...)...)
+			// A single server: G13 passes with its note.
 			wantAllHold(t, o, "G12?")
+			if g13 := jsonLines[verify.Result](t, o.stdout)[12]; !strings.Contains(g13.Figure, "single server") {
+				t.Errorf("G13 on one PostgreSQL server = %+v; want a pass that says it is a single server", g13)
+			}
 		})
 	}
 }
@@ -113,14 +117,14 @@ func TestVerifyPaymentsPostgres(t *testing.T) {
 func TestVerifyBuiltinServer(t *testing.T) {
 	path, env := ledgerEnv(t)
 	o := inProcess(t, env, nil, "--json", "verify")
-	wantAllHold(t, o, "G2", "G12")
+	wantAllHold(t, o, "G2", "G12", "G13")
 	r := jsonLines[verify.Result](t, o.stdout)[1]
 	if !strings.Contains(r.Reason, "not key-aware") {
 		t.Errorf("G2 skipped with %q; want the reason", r.Reason)
 	}
 	wantScratchGone(t, path)
 
-	table := inProcess(t, env, nil, "verify", "--only", "G1,G8")
+	table := inProcess(t, env, nil, "--wide", "verify", "--only", "G1,G8") // a row a line
 	table.wantExit(t, exitOK)
 	lines := strings.Split(strings.TrimSpace(table.stdout), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "G1 ") || !strings.Contains(lines[1], "pass") || !strings.HasPrefix(lines[2], "G8 ") {

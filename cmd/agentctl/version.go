@@ -19,7 +19,9 @@ func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print agentctl's version, the Go version it was built with, and its source revision",
-		Args:  usageArgs(0, 0),
+		Example: `  agentctl version
+  agentctl version --json`,
+		Args: usageArgs(0, 0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
 			if a.json {
 				return a.printJSON(buildVersion())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -83,11 +84,11 @@ func seedOne(t *testing.T, path string, id ledger.ID, s ledger.State) {
 		t.Fatalf("sqlite.Open(%q) = %v", path, err)
 	}
 	defer st.Close()
-	args, err := json.Marshal(payArgs)
+	doc, err := json.Marshal(payArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := ledger.Fingerprint(args)
+	fp, err := args.Fingerprint(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func seedOne(t *testing.T, path string, id ledger.ID, s ledger.State) {
 		owner = ledger.QueueOwner(false, "", "someone")
 	}
 	c, err := st.Claim(ctx, ledger.ClaimRequest{
-		ID: id, Session: "walk", Fingerprint: fp, Arguments: args, Owner: owner, Lease: time.Hour,
+		ID: id, Session: "walk", Fingerprint: fp, Arguments: doc, Owner: owner, Lease: time.Hour,
 		NeedsApproval: s == ledger.StateDenied || s == ledger.StatePendingApproval,
 	})
 	if err != nil || !c.Won {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	mgclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mgmcp "github.com/mark3labs/mcp-go/mcp"
@@ -263,7 +265,7 @@ func wireAnswer(res *mcp.CallToolResult, err error) (answer, error) {
 		}
 		a := answer{Kind: "error", State: ledger.State(d.State), Text: je.Message}
 		switch {
-		case je.Code == wire.CodeKeyReused:
+		case je.Code == ledger.CodeKeyReused:
 			a.State = ""
 		case a.State == "" && je.Code == jsonrpc.CodeInvalidParams:
 			a.State, a.Protocol = ledger.StateRejected, true
@@ -317,7 +319,7 @@ func errorAnswer(err error) answer {
 	if st, ok := caller.StateOf(err); ok {
 		a.State, a.Exit = st, ledger.RowOf(st).Exit
 	}
-	if ce, ok := errors.AsType[*caller.Error](err); ok && ce.Text != "" {
+	if ce, ok := errs.AsType[*caller.Error](err); ok && ce.Text != "" {
 		a.Text = ce.Text
 	}
 	return a

@@ -208,7 +208,7 @@ func reconcileAsPaid(t *testing.T, st ledger.Store, id ledger.ID) {
 }
 
 func TestServerParity(t *testing.T) {
-	unknown := serverAnswer{Code: wire.CodeOutcomeUnknown, Reason: wire.ReasonOutcomeUnknown, Record: ledger.StateUnknown, Runs: 1, Outcome: ledger.OutcomeUnknown}
+	unknown := serverAnswer{Code: ledger.CodeOutcomeUnknown, Reason: ledger.ReasonOutcomeUnknown, Record: ledger.StateUnknown, Runs: 1, Outcome: ledger.OutcomeUnknown}
 	for _, sc := range []struct {
 		name  string
 		steps []serverStep
@@ -224,26 +224,26 @@ func TestServerParity(t *testing.T) {
 		{"go error", []serverStep{{do: payGoError, want: unknown}}},
 		{"panic", []serverStep{{do: payPanic, want: unknown}}},
 		{"not-run refusal", []serverStep{
-			{do: payNotRun, want: serverAnswer{Code: wire.CodeInProgress, Reason: wire.ReasonNotRun, Record: ledger.StateRetryable, Runs: 1, Outcome: ledger.OutcomeNotSent}},
+			{do: payNotRun, want: serverAnswer{Code: ledger.CodeInProgress, Reason: ledger.ReasonNotRun, Record: ledger.StateRetryable, Runs: 1, Outcome: ledger.OutcomeNotSent}},
 			{do: payOK, want: serverAnswer{Record: ledger.StateSucceeded, Runs: 2, Outcome: ledger.OutcomeSucceeded}},
 		}},
 		{"key reuse", []serverStep{
 			{do: payOK, want: serverAnswer{Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeSucceeded}},
-			{do: payOK, amount: 6, want: serverAnswer{Code: wire.CodeKeyReused, Reason: wire.ReasonKeyReused, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeKeyConflict}},
+			{do: payOK, amount: 6, want: serverAnswer{Code: ledger.CodeKeyReused, Reason: ledger.ReasonKeyReused, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeKeyConflict}},
 		}},
 		{"in progress", []serverStep{
 			{do: payHold,
-				during: &serverStep{do: payOK, want: serverAnswer{Code: wire.CodeInProgress, Reason: wire.ReasonInProgress, Record: ledger.StateProcessing, Runs: 1, Outcome: ledger.OutcomeInProgress}},
+				during: &serverStep{do: payOK, want: serverAnswer{Code: ledger.CodeInProgress, Reason: ledger.ReasonInProgress, Record: ledger.StateProcessing, Runs: 1, Outcome: ledger.OutcomeInProgress}},
 				want:   serverAnswer{Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeSucceeded}},
 		}},
 		{"stale fence", []serverStep{
 			{do: payOK, fence: 5, want: serverAnswer{Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeSucceeded}},
-			{do: payOK, fence: 3, want: serverAnswer{Code: wire.CodeInProgress, Reason: wire.ReasonStaleFence, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeInProgress}},
+			{do: payOK, fence: 3, want: serverAnswer{Code: ledger.CodeInProgress, Reason: ledger.ReasonStaleFence, Record: ledger.StateSucceeded, Runs: 1, Outcome: ledger.OutcomeInProgress}},
 		}},
 		{"UNKNOWN", []serverStep{
 			{do: payGoError, want: unknown},
 			{do: payOK, want: unknown},
-			{do: payOK, amount: 6, want: serverAnswer{Code: wire.CodeKeyReused, Reason: wire.ReasonKeyReused, Record: ledger.StateUnknown, Runs: 1, Outcome: ledger.OutcomeKeyConflict}},
+			{do: payOK, amount: 6, want: serverAnswer{Code: ledger.CodeKeyReused, Reason: ledger.ReasonKeyReused, Record: ledger.StateUnknown, Runs: 1, Outcome: ledger.OutcomeKeyConflict}},
 		}},
 		{"reconciled by a person", []serverStep{
 			{do: payGoError, want: unknown},

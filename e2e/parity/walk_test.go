@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/planner"
 	"github.com/mcpledger/mcpledger/planner/ledgertools"
@@ -141,14 +142,14 @@ func callOutcome(t *testing.T, reader *sdkmetric.ManualReader) ledger.Outcome {
 // seedState records a call of id in state s the way another process
 // would have left it: a live lease held by someone else for PROCESSING, a
 // queued call for PENDING_APPROVAL.
-func seedState(t *testing.T, st ledger.Store, id ledger.ID, args map[string]any, s ledger.State) {
+func seedState(t *testing.T, st ledger.Store, id ledger.ID, doc map[string]any, s ledger.State) {
 	t.Helper()
 	ctx := context.Background()
-	raw, err := json.Marshal(args)
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := ledger.Fingerprint(raw)
+	fp, err := args.Fingerprint(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,7 +210,7 @@ func TestRunnerToolGetsTheWrappersError(t *testing.T) {
 		t.Fatalf("wrapper = %v; want a *client.Error with ledger.ErrKeyReused", wrapErr)
 	}
 	var je *jsonrpc.Error
-	if !errors.As(execErr, &je) || je.Code != wire.CodeKeyReused || je.Message != ce.Text {
+	if !errors.As(execErr, &je) || je.Code != ledger.CodeKeyReused || je.Message != ce.Text {
 		t.Fatalf("the runner's tool got %v; want -31001 %q, the wrapper's text", execErr, ce.Text)
 	}
 	if n := mwWorld.paid(t); n != 1 {

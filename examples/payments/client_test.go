@@ -21,7 +21,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/retry"
-	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -51,7 +51,7 @@ func (p *lossyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key := ""
 	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
-		key, _ = msg.Params.Meta[server.MetaKey].(string)
+		key, _ = msg.Params.Meta[wire.MetaKey].(string)
 	}
 	if key != "" && p.take(key) {
 		// Let the server run the call to its end, then lose the answer.

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -76,12 +77,12 @@ func TestKilledDuringHandler(t *testing.T) {
 				t.Fatalf("the call with the key after a restart = %v; want the payment", err)
 			}
 			got := paymentOf(t, res)
-			_, replayed := res.Meta[server.MetaReplay]
+			_, replayed := res.Meta[wire.MetaReplay]
 			if replayed != tc.wantReplay || res.IsError {
 				t.Errorf("answer = %+v (replayed %v); want a payment, replayed %v", res, replayed, tc.wantReplay)
 			}
 			if tc.wantReplay {
-				marker, _ := json.Marshal(res.Meta[server.MetaReplay])
+				marker, _ := json.Marshal(res.Meta[wire.MetaReplay])
 				if !strings.Contains(string(marker), `"state":"SUCCEEDED"`) || !strings.Contains(string(marker), `"method":"reconciler"`) {
 					t.Errorf("replay marker = %s; want SUCCEEDED, reconciled by the reconciler", marker)
 				}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/internal/payments"
-	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -123,7 +123,7 @@ func startHTTP(t *testing.T, env []string, args ...string) string {
 func payParams(key string) *mcp.CallToolParams {
 	return &mcp.CallToolParams{
 		Name:      payments.ToolCreate,
-		Meta:      mcp.Meta{server.MetaKey: key},
+		Meta:      mcp.Meta{wire.MetaKey: key},
 		Arguments: map[string]any{"amount_cents": 1999, "currency": "EUR", "payee": "erin"},
 	}
 }

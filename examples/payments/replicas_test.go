@@ -227,7 +227,7 @@ func answerOf(res *mcp.CallToolResult) (replicaAnswer, error) {
 	cp := *res
 	cp.Meta = nil
 	for k, v := range res.Meta {
-		if k == server.MetaReplay {
+		if k == wire.MetaReplay {
 			raw, err := json.Marshal(v)
 			if err != nil {
 				return a, err

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -90,7 +91,7 @@ func TestExportIsIntactAndRedacted(t *testing.T) {
 	if bytes.Contains(out, []byte("sk-live")) || bytes.Contains(out, []byte("tok-secret")) {
 		t.Errorf("export holds a secret value:\n%s", out)
 	}
-	if !bytes.Contains(out, []byte(ledger.Redacted)) || !bytes.Contains(out, []byte(`"amount":100`)) {
+	if !bytes.Contains(out, []byte(redact.Placeholder)) || !bytes.Contains(out, []byte(`"amount":100`)) {
 		t.Errorf("export lost the redaction marker or the business arguments:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")

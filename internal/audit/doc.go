@@ -9,6 +9,6 @@
 //
 // The first line is a header (format, tenant, period, time of export), the
 // last an end line with the number of records, so a file cut short is told
-// from an intact one. Arguments and results are redacted (ledger.Redact)
+// from an intact one. Arguments and results are redacted (redact.JSON)
 // whatever the store kept.
 package audit

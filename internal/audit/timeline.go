@@ -76,10 +76,10 @@ func Timeline(r *ledger.Record) []Entry {
 		out = append(out, e)
 	}
 	out = append(append(out, now), after...)
-	if r.State == ledger.StateUnknown && !r.ReconcileAt.IsZero() {
+	if ledger.RowOf(r.State).Act == ledger.ActReconcile && !r.ReconcileAt.IsZero() {
 		out = append(out, Entry{At: r.ReconcileAt, What: "next reconcile attempt due"})
 	}
-	if !r.ExpiresAt.IsZero() && !r.State.Waiting() && r.State != ledger.StateUnknown {
+	if !r.ExpiresAt.IsZero() && r.State.Settled() {
 		out = append(out, Entry{At: r.ExpiresAt, What: "retention ends"})
 	}
 	return out

@@ -72,6 +72,21 @@ func TestSDKNeutral(t *testing.T) {
 	}
 }
 
+// TestLeafPackages: the packages the ledger root was split into import no
+// other mcpledger package (their own internal packages aside), so the root
+// can import them and a user can take one alone.
+func TestLeafPackages(t *testing.T) {
+	const module = "github.com/mcpledger/mcpledger/"
+	for _, leaf := range []string{"ledger/args", "ledger/compact", "ledger/process", "ledger/redact"} {
+		all, imports := graph(t, module+leaf)
+		for _, pkg := range all {
+			if strings.HasPrefix(pkg, module) && pkg != module+leaf && !strings.HasPrefix(pkg, module+leaf+"/") {
+				t.Errorf("%s depends on %s, through %s; a leaf package imports no other mcpledger package", leaf, pkg, strings.Join(importPath(imports, pkg), " -> "))
+			}
+		}
+	}
+}
+
 // graph lists the non-standard packages pkgs build with, and what each
 // imports.
 func graph(t *testing.T, pkgs ...string) ([]string, map[string][]string) {

@@ -117,7 +117,7 @@ func TestUserModule(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			gomod := "module example.com/user\n\ngo 1.26.0\n\nrequire (\n\t" + grpcModule + " " + grpcPinned + "\n\t" + promModule + " " + promPinned + "\n)\n"
+			gomod := "module example.com/user\n\ngo 1.25.0\n\nrequire (\n\t" + grpcModule + " " + grpcPinned + "\n\t" + promModule + " " + promPinned + "\n)\n"
 			if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 	"github.com/mcpledger/mcpledger/outbox"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -162,7 +163,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.srv = mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, &mcp.ServerOptions{
 		Instructions: "create_payment moves money and runs once per idempotency key: send the key in " +
-			"_meta[\"" + server.MetaKey + "\"] or as idempotency_key, and reuse it when retrying.",
+			"_meta[\"" + wire.MetaKey + "\"] or as idempotency_key, and reuse it when retrying.",
 	})
 	a.addTools()
 	if !cfg.Unguarded {
@@ -177,7 +178,11 @@ func openSQLite(path string) (*sql.DB, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+dsnSettings)
+	name, settings, err := appDriver()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(name, "file:"+path+"?"+settings)
 	if err != nil {
 		return nil, fmt.Errorf("payments: open %s: %w", path, err)
 	}

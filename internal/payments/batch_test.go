@@ -84,17 +84,29 @@ func TestAbandonedPaymentIsNotWritten(t *testing.T) {
 		done <- err
 	}()
 	<-hook // the first payment holds the writer, hung before its commit
-	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := pay(sctx, second, "abandoned-1", 100, "dave"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a payment whose caller gave up = %v; want its deadline's error", err)
+	id := ledger.ID{Tenant: server.DefaultTenant, Layer: ledger.LayerServer, Tool: payments.ToolCreate, Key: "abandoned-1"}
+	sctx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	abandoned := make(chan error, 1)
+	go func() {
+		_, err := pay(sctx, second, "abandoned-1", 100, "dave")
+		abandoned <- err
+	}()
+	// The caller gives up once the guard has claimed the key: from then
+	// on its handler waits behind the hung payment.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := claimed(wctx, app.Ledger(), id); err != nil {
+		t.Fatalf("waiting for the second payment's claim: %v", err)
+	}
+	giveUp()
+	if err := <-abandoned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a payment whose caller gave up = %v; want its context's error", err)
 	}
 	// The server learns of the cancellation on its own time; until its
 	// handler has given the payment up, the writer may still take it.
 	// The guard's record leaves PROCESSING when the handler returns.
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	rec, err := app.Ledger().Wait(wctx, ledger.ID{Tenant: server.DefaultTenant, Layer: ledger.LayerServer, Tool: payments.ToolCreate, Key: "abandoned-1"})
+	rec, err := app.Ledger().Wait(wctx, id)
 	if err != nil {
 		t.Fatalf("waiting for the abandoned call's record: %v", err)
 	}
@@ -114,6 +126,25 @@ func TestAbandonedPaymentIsNotWritten(t *testing.T) {
 	for key, want := range map[string]int{"hung-1": 0, "abandoned-1": 0, "after-1": 1} {
 		if n := count(t, app, `SELECT count(*) FROM payments WHERE idempotency_key = $1`, key); n != want {
 			t.Errorf("%d payments for %s; want %d", n, key, want)
+		}
+	}
+}
+
+// claimed returns once the store holds a record of id, or ctx's error.
+// Nothing announces a new record, so it reads again after each short
+// pause; the pause paces the reads and decides no outcome.
+func claimed(ctx context.Context, st ledger.Store, id ledger.ID) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := st.Get(ctx, id)
+		if !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
 		}
 	}
 }

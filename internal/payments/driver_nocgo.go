@@ -2,9 +2,19 @@
 
 package payments
 
-// Without cgo the example's database uses the pure-Go driver the ledger
-// uses then (ncruces/go-sqlite3), registered as "sqlite3" as mattn's is.
-import _ "github.com/ncruces/go-sqlite3/driver"
+import (
+	"errors"
 
-// dsnSettings: the settings of driver_cgo.go in ncruces's keys.
-const dsnSettings = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate&_pragma=synchronous(FULL)"
+	"github.com/mcpledger/mcpledger/internal/sqlitedialect"
+)
+
+// appDriver: without cgo the example's database uses the pure-Go driver
+// the ledger uses then, which the program brings in by importing
+// ledger/sqlite/purego, with the settings of driver_cgo.go in its keys.
+func appDriver() (name, settings string, err error) {
+	d := sqlitedialect.Pure()
+	if d == nil {
+		return "", "", errors.New("payments: " + sqlitedialect.Missing)
+	}
+	return d.SQLDriver, d.AppDSN, nil
+}

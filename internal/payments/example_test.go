@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpledger/mcpledger/internal/payments"
-	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +38,7 @@ func Example() {
 	for range 2 {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{
 			Name:      "create_payment",
-			Meta:      mcp.Meta{server.MetaKey: "invoice-2024-001"},
+			Meta:      mcp.Meta{wire.MetaKey: "invoice-2024-001"},
 			Arguments: map[string]any{"amount_cents": 4200, "currency": "EUR", "payee": "acme"},
 		}); err != nil {
 			log.Fatal(err)

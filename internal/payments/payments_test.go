@@ -14,6 +14,7 @@ import (
 	"github.com/mcpledger/mcpledger/internal/payments"
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,7 +56,7 @@ func connect(t *testing.T, app *payments.App) *mcp.ClientSession {
 func pay(ctx context.Context, cs *mcp.ClientSession, key string, cents int, payee string) (*mcp.CallToolResult, error) {
 	return cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:      payments.ToolCreate,
-		Meta:      mcp.Meta{server.MetaKey: key},
+		Meta:      mcp.Meta{wire.MetaKey: key},
 		Arguments: map[string]any{"amount_cents": cents, "currency": "EUR", "payee": payee},
 	})
 }
@@ -98,7 +99,7 @@ func TestCreateGetAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := again.Meta[server.MetaReplay]; !ok || paymentOf(t, again).PaymentID != p.PaymentID {
+	if _, ok := again.Meta[wire.MetaReplay]; !ok || paymentOf(t, again).PaymentID != p.PaymentID {
 		t.Errorf("duplicate = %+v; want a replay of %s", again, p.PaymentID)
 	}
 	got, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: payments.ToolGet, Arguments: map[string]any{"payment_id": p.PaymentID}})
@@ -130,7 +131,7 @@ func TestInvalidArgumentsStoreNothing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: payments.ToolCreate,
-				Meta: mcp.Meta{server.MetaKey: "bad-" + strings.ReplaceAll(tc.name, " ", "-")}, Arguments: tc.args})
+				Meta: mcp.Meta{wire.MetaKey: "bad-" + strings.ReplaceAll(tc.name, " ", "-")}, Arguments: tc.args})
 			if err == nil || !strings.Contains(err.Error(), "invalid arguments") {
 				t.Errorf("create_payment(%v) = %v; want an invalid arguments error", tc.args, err)
 			}

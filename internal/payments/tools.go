@@ -14,6 +14,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/outbox"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -135,7 +136,7 @@ func (a *App) createPayment(ctx context.Context, req *mcp.CallToolRequest, in Cr
 // _meta, else the idempotency_key argument; "" when there is none.
 func requestKey(req *mcp.CallToolRequest, in CreateIn) (string, error) {
 	key := in.IdempotencyKey
-	if v, ok := req.Params.Meta[server.MetaKey]; ok {
+	if v, ok := req.Params.Meta[wire.MetaKey]; ok {
 		s, _ := v.(string)
 		key = s
 	}

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+
+	"github.com/mcpledger/mcpledger/internal/errs"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,7 +135,7 @@ func codedErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		if err == nil {
 			return res, nil
 		}
-		if _, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		if _, ok := errs.AsType[*jsonrpc.Error](err); ok {
 			return nil, err
 		}
 		msg := fmt.Sprintf("mcpledger proxy: %s did not complete: %v", method, err)

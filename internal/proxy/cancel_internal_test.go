@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -74,7 +76,7 @@ func TestCodedErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := codedErrors(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, tc.err })
 			_, err := h(tc.ctx, "tools/call", nil)
-			je, ok := errors.AsType[*jsonrpc.Error](err)
+			je, ok := errs.AsType[*jsonrpc.Error](err)
 			if !ok || je.Code != tc.want {
 				t.Fatalf("codedErrors(%v) = %v; want code %d", tc.err, err, tc.want)
 			}

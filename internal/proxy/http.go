@@ -3,11 +3,12 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/mcpledger/mcpledger/internal/errs"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,7 +58,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := io.ReadAll(body)
 	if err != nil {
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		if mbe, ok := errs.AsType[*http.MaxBytesError](err); ok {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpledger proxy: the request body is over %d bytes; send smaller messages", mbe.Limit))
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/planner/ledgertools"
 	"github.com/mcpledger/mcpledger/server"
 	"github.com/mcpledger/mcpledger/telemetry"
@@ -193,7 +194,7 @@ func New(ctx context.Context, opts *Options) (*Proxy, error) {
 	// The built-in redaction rules compile on first use (about 20 ms and
 	// 3 MB). A proxy compiles them now, so that its first call does not
 	// wait for them and their memory is not scattered among a burst's.
-	_ = ledger.RedactText("")
+	_ = redact.Text("")
 	if p.opts.Policy == nil {
 		p.opts.Policy = confirm.Default()
 	}
@@ -371,7 +372,7 @@ func (p *Proxy) sharedTelemetry() *telemetry.Telemetry {
 		o = *p.opts.Client
 	}
 	o.Logger = p.log
-	return caller.NewTelemetry(p.opts.Store, &o)
+	return client.NewTelemetry(p.opts.Store, &o)
 }
 
 // closeTelemetry writes the call events still queued.
@@ -448,7 +449,9 @@ func (p *Proxy) ledgerClient(ctx context.Context, l *link) (*client.Client, erro
 		o.Server = p.upstream
 	}
 	if o.Logger == nil {
-		o.Logger = p.log
+		// The client names its own component (mcpledger.client): p.log
+		// would name the proxy's too, on the same line.
+		o.Logger = p.opts.Logger
 	}
 	if p.tel != nil {
 		o.Telemetry = p.tel

@@ -19,7 +19,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/mcptest"
 	"github.com/mcpledger/mcpledger/retry"
-	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 func TestToolListMerged(t *testing.T) {
@@ -44,8 +44,8 @@ func TestToolListMerged(t *testing.T) {
 	if ir.Instructions != "notes server instructions" {
 		t.Errorf("instructions = %q; want the upstream's", ir.Instructions)
 	}
-	if _, ok := ir.Capabilities.Experimental[server.CapabilityName]; !ok {
-		t.Errorf("capabilities.experimental = %v; want %s", ir.Capabilities.Experimental, server.CapabilityName)
+	if _, ok := ir.Capabilities.Experimental[wire.Capability]; !ok {
+		t.Errorf("capabilities.experimental = %v; want %s", ir.Capabilities.Experimental, wire.Capability)
 	}
 	if ir.Capabilities.Prompts == nil || ir.Capabilities.Resources == nil || ir.Capabilities.Completions == nil {
 		t.Errorf("capabilities = %+v; want the upstream's prompts, resources and completions", ir.Capabilities)
@@ -123,7 +123,7 @@ func TestHostKey(t *testing.T) {
 	// A host that sends keys is answered like a key-aware server: with
 	// the wire error its client classifies, not a result it would store.
 	_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"text": "butter"}, Meta: key})
-	if retry.Reason(client.Neutral(err)) != retry.ReasonKeyReused || retry.Classify(client.Neutral(err)) != retry.Permanent {
+	if retry.Reason(client.Neutral(err)) != ledger.ReasonKeyReused || retry.Classify(client.Neutral(err)) != retry.Permanent {
 		t.Errorf("key reused = %v; want -31001 key_reused", err)
 	}
 	if n := u.notes.Load(); n != 1 {

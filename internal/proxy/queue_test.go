@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -189,12 +191,12 @@ func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
 	f := newQueueProxy(t, 0)
 	_, err := f.h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "pay_invoice",
 		Arguments: map[string]any{"invoice": "INV-13"}, Meta: mcp.Meta{client.MetaKey: "inv-13"}})
-	je, ok := errors.AsType[*jsonrpc.Error](err)
+	je, ok := errs.AsType[*jsonrpc.Error](err)
 	var data wire.ErrorData
 	if ok {
 		ok = json.Unmarshal(je.Data, &data) == nil
 	}
-	if !ok || je.Code != wire.CodeInProgress || data.State != string(ledger.StatePendingApproval) || data.Key != "inv-13" || retry.Classify(client.Neutral(err)) != retry.Transient {
+	if !ok || je.Code != ledger.CodeInProgress || data.State != string(ledger.StatePendingApproval) || data.Key != "inv-13" || retry.Classify(client.Neutral(err)) != retry.Transient {
 		t.Fatalf("queued call with a key = %v (data %+v); want -31002 in progress, PENDING_APPROVAL, key inv-13", err, data)
 	}
 
@@ -217,7 +219,7 @@ func TestProxyQueuedCallFromAKeyedHost(t *testing.T) {
 	ctx := client.WithKey(context.Background(), "inv-14")
 	args := &mcp.CallToolParams{Name: "pay_invoice", Arguments: map[string]any{"invoice": "INV-14"}}
 	_, err = c.Call(ctx, args)
-	ce, ok := errors.AsType[*client.Error](err)
+	ce, ok := errs.AsType[*client.Error](err)
 	if !errors.Is(err, client.ErrAwaitingApproval) || !ok || !strings.Contains(ce.Text, "inv-14") || !strings.Contains(ce.Text, "approval") {
 		t.Fatalf("outer call before the approval = %v; want client.ErrAwaitingApproval with a text that names the key", err)
 	}

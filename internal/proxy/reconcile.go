@@ -116,7 +116,7 @@ func (p *Proxy) ReconcileDue(ctx context.Context) (settled int) {
 		}
 		after, err := c.Reconcile(ctx, rec, nil)
 		switch {
-		case err == nil && after.State != ledger.StateUnknown:
+		case err == nil && ledger.RowOf(after.State).Act != ledger.ActReconcile:
 			settled++
 			p.log.Info("reconciled an UNKNOWN call by its probe", "tool", rec.Tool, "key", ledger.ShortHash(rec.Key), "state", after.State)
 		case err == nil, errors.Is(err, ledger.ErrStateChanged), errors.Is(err, ledger.ErrLeaseLost), errors.Is(err, client.ErrNoProbe):

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpledger/mcpledger/confirm"
 	"github.com/mcpledger/mcpledger/internal/proxy"
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/ledgertest"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
@@ -78,7 +79,7 @@ func strandProxyUnknown(t *testing.T, st ledger.Store, tool, key string) ledger.
 	t.Helper()
 	ctx := context.Background()
 	id := ledger.ID{Tenant: "default", Layer: ledger.LayerProxy, Tool: tool, Key: key}
-	fp, err := ledger.Fingerprint(json.RawMessage(`{"amount":5}`))
+	fp, err := args.Fingerprint(json.RawMessage(`{"amount":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}

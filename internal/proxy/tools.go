@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -211,7 +213,7 @@ func hostKey(p *mcp.CallToolParamsRaw, declares bool) (key string, keyed bool, e
 		if sent == "" {
 			sent, _ = args[wire.ArgKey].(string)
 		}
-		return "", false, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: %s %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", where, shorten(sent, 40), err), 0)
+		return "", false, server.Error(ledger.CodeKeyRequired, ledger.ReasonKeyInvalid, fmt.Sprintf("mcpledger proxy: %s %q breaks the key rules (%v); send 1-255 of [A-Za-z0-9._:~-], or leave it out", where, shorten(sent, 40), err), 0)
 	}
 	return key, true, nil
 }
@@ -260,11 +262,11 @@ func (p *Proxy) callError(ctx context.Context, tool string, keyed bool, err erro
 	}
 	switch {
 	case errors.Is(err, ledger.ErrInvalidKey):
-		return nil, server.Error(wire.CodeKeyRequired, wire.ReasonKeyInvalid, err.Error(), 0)
+		return nil, server.Error(ledger.CodeKeyRequired, ledger.ReasonKeyInvalid, err.Error(), 0)
 	case errors.Is(err, client.ErrArgumentsTooLarge):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
-	ce, isCall := errors.AsType[*client.Error](err)
+	ce, isCall := errs.AsType[*client.Error](err)
 	if isCall {
 		if je := p.storedRequestError(ctx, ce); je != nil {
 			return nil, je
@@ -304,7 +306,7 @@ func requestError(code int64) bool { return ledger.RequestError(code) }
 // storedRequestError rebuilds the protocol error a repeated call's record
 // holds: the first call got it from the upstream, the repeat gets the same.
 func (p *Proxy) storedRequestError(ctx context.Context, ce *client.Error) *jsonrpc.Error {
-	if ce.State != ledger.StateFailed {
+	if ledger.RowOf(ce.State).Act != ledger.ActReplay {
 		return nil
 	}
 	rec, err := p.opts.Store.Get(ctx, ledger.ID{Tenant: p.opts.Tenant, Layer: ledger.LayerProxy, Tool: ce.Tool, Key: ce.Key})

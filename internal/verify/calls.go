@@ -29,6 +29,7 @@ var all = []guarantee{
 	{"G10", "retention", "records outlive their retention, then a reuse follows the policy (reexecute, verify)", retention},
 	{"G11", "capability", "what the server advertises against what it does with keys", capability},
 	{"G12", "unknown resolves", "a call is cut off after its effect (UNKNOWN), then its key is re-sent", unknownResolves},
+	{"G13", "ledger durability", "the ledger's server: do commits wait for a synchronous standby (PostgreSQL)", ledgerDurability},
 }
 
 // counted is the figure's note of how executions were counted.
@@ -125,7 +126,7 @@ func serverDedupe(ctx context.Context, r *runner) outcome {
 		wg.Go(func() {
 			<-start
 			res, err := r.direct(ctx, cs, key, 0, r.copyArgs())
-			if code, _, isRPC := rpcCode(err); isRPC && code == wire.CodeInProgress {
+			if code, _, isRPC := rpcCode(err); isRPC && code == ledger.CodeInProgress {
 				busy.Add(1)
 				return
 			}
@@ -234,15 +235,15 @@ func keyReuse(ctx context.Context, r *runner) outcome {
 		return fail(figure, "%v", err)
 	}
 	res, err := r.direct(ctx, cs, skey, 0, other)
-	if code, _, _ := rpcCode(err); code != wire.CodeKeyReused {
-		return fail(figure, "the server answered the key with other arguments with %s; want %d key_reused", answerText(res, err), wire.CodeKeyReused)
+	if code, _, _ := rpcCode(err); code != ledger.CodeKeyReused {
+		return fail(figure, "the server answered the key with other arguments with %s; want %d key_reused", answerText(res, err), ledger.CodeKeyReused)
 	}
 	if after, has, err := r.count(ctx, skey); err != nil {
 		return fail(figure, "%v", err)
 	} else if has && after != before {
 		return fail(figure, "the server refused the reuse but the tool ran (%d executions, was %d)", after, before)
 	}
-	return pass("%s and by the server (%d key_reused)", figure, wire.CodeKeyReused)
+	return pass("%s and by the server (%d key_reused)", figure, ledger.CodeKeyReused)
 }
 
 // answerText says what a direct request got, briefly.
@@ -326,9 +327,9 @@ func lostResponse(ctx context.Context, r *runner) outcome {
 	}
 	if !r.keyAware {
 		figure := fmt.Sprintf("not key-aware: %d request(s) sent", sent)
-		state, _ := client.StateOf(err)
+		state, named := client.StateOf(err)
 		switch {
-		case state != ledger.StateUnknown:
+		case !named || ledger.RowOf(state).Act != ledger.ActReconcile:
 			return fail(figure, "the call ended %v (state %q); want UNKNOWN: the server may have run it", err, state)
 		case sent != 1:
 			return fail(figure, "the call was sent %d times to a server that does not honour keys: a blind re-run", sent)
@@ -342,8 +343,7 @@ func lostResponse(ctx context.Context, r *runner) outcome {
 	}
 	figure := fmt.Sprintf("resent under the key (%d requests)", sent)
 	if err != nil {
-		state, _ := client.StateOf(err)
-		if state == ledger.StateUnknown && (!has || c <= 1) {
+		if state, named := client.StateOf(err); named && ledger.RowOf(state).Act == ledger.ActReconcile && (!has || c <= 1) {
 			return pass("%s, UNKNOWN", figure)
 		}
 		return fail(figure, "the resent call failed: %v", err)

@@ -10,7 +10,8 @@ import (
 
 	"github.com/mcpledger/mcpledger/client"
 	"github.com/mcpledger/mcpledger/ledger"
-	"github.com/mcpledger/mcpledger/wire"
+	"github.com/mcpledger/mcpledger/ledger/args"
+	"github.com/mcpledger/mcpledger/ledger/process"
 )
 
 // soon is how fast "at once" must be: far below the 30 s default lease a
@@ -19,15 +20,15 @@ const soon = 5 * time.Second
 
 // claimArgs claims key in the scratch tenant for owner, as a caller would.
 func (r *runner) claim(ctx context.Context, tenant, key, owner string, lease, retention time.Duration, policy ledger.ReusePolicy) (ledger.Claim, error) {
-	args := json.RawMessage(`{"verify":true}`)
-	fp, err := ledger.Fingerprint(args)
+	doc := json.RawMessage(`{"verify":true}`)
+	fp, err := args.Fingerprint(doc)
 	if err != nil {
 		return ledger.Claim{}, err
 	}
 	return r.t.Store.Claim(ctx, ledger.ClaimRequest{
 		ID:          ledger.ID{Tenant: tenant, Layer: r.layer, Tool: r.t.Tool, Key: key},
 		Session:     "verify-" + r.id,
-		Fingerprint: fp, Arguments: args, Owner: owner, Lease: lease,
+		Fingerprint: fp, Arguments: doc, Owner: owner, Lease: lease,
 		Retention: retention, ReusePolicy: policy,
 	})
 }
@@ -59,7 +60,7 @@ func (r *runner) deadOwner(ctx context.Context) outcome {
 	if err := cmd.Start(); err != nil {
 		return fail("", "starting the owner process: %v", err)
 	}
-	owner, oerr := ledger.OwnerOf(cmd.Process.Pid, "verify-owner")
+	owner, oerr := process.Of(cmd.Process.Pid, "verify-owner")
 	key := r.key("g6")
 	var c ledger.Claim
 	var cerr error
@@ -74,7 +75,7 @@ func (r *runner) deadOwner(ctx context.Context) outcome {
 	if err := errors.Join(oerr, cerr); err != nil {
 		return fail("", "claiming for the owner process: %v", err)
 	}
-	lc := &ledger.Lifecycle{Store: r.t.Store, Owner: ledger.NewOwner("agentctl-verify"), Wait: soon, Logger: r.log}
+	lc := &ledger.Lifecycle{Store: r.t.Store, Owner: process.NewOwner("agentctl-verify"), Wait: soon, Logger: r.log}
 	start := time.Now()
 	rec, err := lc.Follow(ctx, c.Record)
 	took := time.Since(start)
@@ -82,7 +83,7 @@ func (r *runner) deadOwner(ctx context.Context) outcome {
 	switch {
 	case err != nil:
 		return fail(figure, "the next caller did not learn the owner was gone within %s: %v", soon, err)
-	case rec.State != ledger.StateUnknown || rec.ErrorKind != ledger.KindOwnerDead:
+	case ledger.RowOf(rec.State).Act != ledger.ActReconcile || rec.ErrorKind != ledger.KindOwnerDead:
 		return fail(figure, "the record became %s (%s); want UNKNOWN (owner_dead): it may have run", rec.State, rec.ErrorKind)
 	}
 	return pass("%s", figure)
@@ -122,7 +123,7 @@ func (r *runner) killedServer(ctx context.Context) outcome {
 		figure += fmt.Sprintf(", %d execution(s)", c)
 	}
 	switch {
-	case state != ledger.StateUnknown && state != ledger.StateSucceeded && state != ledger.StateFailed:
+	case !state.Valid() || ledger.RowOf(state).Act != ledger.ActReconcile && ledger.RowOf(state).Act != ledger.ActReplay:
 		return fail(figure, "the call ended %v; want UNKNOWN or what the server recorded", err)
 	case took > soon:
 		return fail(figure, "it took %s to know; want at once (under %s)", ms(took), soon)
@@ -157,12 +158,12 @@ func leaseTakeOver(ctx context.Context, r *runner) outcome {
 	if err != nil || !c.Won {
 		return fail("", "claiming for the first owner: won %v, %v", c.Won, err)
 	}
-	me := ledger.NewOwner("agentctl-verify")
+	me := process.NewOwner("agentctl-verify")
 	lc := &ledger.Lifecycle{Store: r.t.Store, Owner: me, Wait: soon, Logger: r.log}
 	start := time.Now()
 	rec, err := lc.Follow(ctx, c.Record)
 	took := time.Since(start)
-	if err != nil || rec.State != ledger.StateUnknown {
+	if err != nil || ledger.RowOf(rec.State).Act != ledger.ActReconcile {
 		return fail("", "after the %s lease the record is %s, %v; want UNKNOWN", lease, rec.State, err)
 	}
 	took2, err := lc.Resend(ctx, rec)
@@ -179,7 +180,7 @@ func leaseTakeOver(ctx context.Context, r *runner) outcome {
 	if !errors.Is(err, ledger.ErrLeaseLost) {
 		return fail(figure, "the stale owner's late write got %v; want it refused (lease lost)", err)
 	}
-	if now, err := r.t.Store.Get(ctx, rec.ID); err != nil || now.State != ledger.StateProcessing || now.Owner != me {
+	if now, err := r.t.Store.Get(ctx, rec.ID); err != nil || ledger.RowOf(now.State).Waits != ledger.WaitsTool || now.Owner != me {
 		return fail(figure, "after the refused late write the record is %+v, %v; want it unchanged", now, err)
 	}
 	figure += "; stale owner's write refused"
@@ -196,8 +197,8 @@ func leaseTakeOver(ctx context.Context, r *runner) outcome {
 		return fail(figure, "the request with fence 2 failed: %v", err)
 	}
 	res, err := r.direct(ctx, cs, skey, 1, r.copyArgs())
-	if code, reason, _ := rpcCode(err); code != wire.CodeInProgress || reason != wire.ReasonStaleFence {
-		return fail(figure, "the server answered fence 1 after fence 2 with %s; want %d %s", answerText(res, err), wire.CodeInProgress, wire.ReasonStaleFence)
+	if code, reason, _ := rpcCode(err); code != ledger.CodeInProgress || reason != ledger.ReasonStaleFence {
+		return fail(figure, "the server answered fence 1 after fence 2 with %s; want %d %s", answerText(res, err), ledger.CodeInProgress, ledger.ReasonStaleFence)
 	}
-	return pass("%s; server refused fence 1 after 2 (%s)", figure, wire.ReasonStaleFence)
+	return pass("%s; server refused fence 1 after 2 (%s)", figure, ledger.ReasonStaleFence)
 }

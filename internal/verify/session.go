@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -200,7 +202,7 @@ func body(res *mcp.CallToolResult) ([]byte, error) {
 
 // rpcCode returns the JSON-RPC error code and data.reason of err.
 func rpcCode(err error) (int64, string, bool) {
-	je, ok := errors.AsType[*jsonrpc.Error](err)
+	je, ok := errs.AsType[*jsonrpc.Error](err)
 	if !ok {
 		return 0, "", false
 	}

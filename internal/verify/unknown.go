@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/wire"
 )
 
@@ -95,7 +96,7 @@ func unknownResolves(ctx context.Context, r *runner) outcome {
 	code, _, _ := rpcCode(err)
 	m, marked := replayMarker(res)
 	switch {
-	case code == wire.CodeOutcomeUnknown:
+	case code == ledger.CodeOutcomeUnknown:
 		return fail(figure, "the re-sent key still answers %d (outcome unknown): a person must settle it; register a reconciler for %s (server.Options.Reconcilers) that looks the key up in the server's data", code, tool)
 	case err != nil:
 		return fail(figure, "the re-sent key failed though the effect happened; fix the reconciler of %s: it must find the effect and answer found", tool)

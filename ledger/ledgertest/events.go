@@ -24,6 +24,7 @@ func RunEventLog(t *testing.T, newStore NewStore) {
 		{"Unknown", testEventUnknown},
 		{"Purge", testEventPurge},
 		{"Invalid", testEventInvalid},
+		{"Series", testEventSeries},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

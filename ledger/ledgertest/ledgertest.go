@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 )
 
 // NewStore returns a fresh, empty Store whose clock is now. It registers
@@ -135,9 +136,9 @@ func (e *env) sub(t *testing.T) *env {
 
 func id(key string) ledger.ID { return ledger.ID{Tenant: tenant, Tool: tool, Key: key} }
 
-// fp is a fingerprint-shaped value standing for the arguments args.
-func fp(args string) string {
-	f, err := ledger.Fingerprint(json.RawMessage(fmt.Sprintf(`{"v":%q}`, args)))
+// fp is a fingerprint-shaped value standing for the arguments v.
+func fp(v string) string {
+	f, err := args.Fingerprint(json.RawMessage(fmt.Sprintf(`{"v":%q}`, v)))
 	if err != nil {
 		panic(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 )
 
 // bigResult is exactly size bytes of valid JSON that no JSON store may
@@ -64,8 +65,8 @@ func testPayload(t *testing.T, newStore NewStore) {
 
 	t.Run("Unicode", func(t *testing.T) {
 		e := newEnv(t, newStore)
-		args := json.RawMessage(`{"name":"Zoë 🚀","rtl":"שלום עולם","combining":"e` + "\u0301" + `","escaped":"\u00e9\ud83d\ude80","nul":"a\u0000b","cjk":"支払い"}`)
-		fingerprint, err := ledger.Fingerprint(args)
+		doc := json.RawMessage(`{"name":"Zoë 🚀","rtl":"שלום עולם","combining":"e` + "\u0301" + `","escaped":"\u00e9\ud83d\ude80","nul":"a\u0000b","cjk":"支払い"}`)
+		fingerprint, err := args.Fingerprint(doc)
 		if err != nil {
 			t.Fatalf("Fingerprint = %v", err)
 		}
@@ -73,7 +74,7 @@ func testPayload(t *testing.T, newStore NewStore) {
 			ID:          ledger.ID{Tenant: tenant, Tool: "créer_paiement_💳", Key: "k1"},
 			Session:     "sessión-🌍",
 			Fingerprint: fingerprint,
-			Arguments:   args,
+			Arguments:   doc,
 			Owner:       "wörker-1",
 		}
 		claimed := e.mustClaim(r)
@@ -82,7 +83,7 @@ func testPayload(t *testing.T, newStore NewStore) {
 			Result:    json.RawMessage(`{"isError":true,"content":[{"type":"text","text":"карта отклонена ✗"}]}`),
 			ErrorKind: "tool_error", ErrorMessage: "карта отклонена ✗"})
 		want := e.mustGet(r.ID)
-		if !bytes.Equal(want.Arguments, args) || want.Session != r.Session || want.Owner != r.Owner || want.ErrorMessage != "карта отклонена ✗" {
+		if !bytes.Equal(want.Arguments, doc) || want.Session != r.Session || want.Owner != r.Owner || want.ErrorMessage != "карта отклонена ✗" {
 			t.Errorf("unicode record = arguments %s session %q owner %q error %q; want them byte for byte", want.Arguments, want.Session, want.Owner, want.ErrorMessage)
 		}
 		recent, err := e.st.FindRecent(e.ctx, ledger.RecentQuery{Tenant: tenant, Session: r.Session, Tool: r.Tool, Fingerprint: fingerprint, Since: Start})

@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +90,9 @@ func testResolve(t *testing.T, newStore NewStore) {
 				if got.Reconciled == nil || !sameResolution(*got.Reconciled, want) {
 					t.Errorf("Resolve(%s): Reconciled = %+v; want %+v", tc.f.Verdict, got.Reconciled, want)
 				}
+				if got.Reconciled != nil && !got.Reconciled.Since.Equal(rec.UpdatedAt) {
+					t.Errorf("Resolve(%s): Reconciled.Since = %v; want %v, when the record became UNKNOWN", tc.f.Verdict, got.Reconciled.Since, rec.UpdatedAt)
+				}
 				if got.ErrorKind != ledger.KindReconciled || !strings.Contains(got.ErrorMessage, string(tc.state)) {
 					t.Errorf("Resolve(%s): error %s: %s; want kind %s naming %s", tc.f.Verdict, got.ErrorKind, got.ErrorMessage, ledger.KindReconciled, tc.state)
 				}
@@ -101,6 +105,64 @@ func testResolve(t *testing.T, newStore NewStore) {
 
 	// not_run: the same key runs on its next call, as a new run that is
 	// not marked reconciled but keeps its history.
+	// A call re-sent from UNKNOWN (Lifecycle.Resend) whose answer is
+	// final settles the UNKNOWN: the record keeps the answer as the
+	// finding of the re-send, since when it was UNKNOWN. A re-send that
+	// was not sent leaves no finding: it says nothing of the first call.
+	t.Run("ResentAnswerSettles", func(t *testing.T) {
+		for _, tc := range []struct {
+			on      ledger.Trigger
+			state   ledger.State
+			verdict ledger.Verdict // "" for no finding
+		}{
+			{ledger.OnSucceeded, ledger.StateSucceeded, ledger.VerdictFound},
+			{ledger.OnFailed, ledger.StateFailed, ledger.VerdictFailed},
+			{ledger.OnNotSent, ledger.StateRetryable, ""},
+		} {
+			t.Run(string(tc.state), func(t *testing.T) {
+				e := newEnv(t, newStore).sub(t)
+				rec := e.reach("k-resend", ledger.StateUnknown)
+				rec, err := ledger.Resolve(e.ctx, e.st, rec, inconclusive("the payments table was unreachable"))
+				if err != nil {
+					t.Fatalf("an inconclusive finding first = %v", err)
+				}
+				e.clock.Advance(time.Second)
+				lc := &ledger.Lifecycle{Store: e.st, Owner: "resender", Lease: time.Minute, Now: e.clock.Now}
+				again, err := lc.Resend(e.ctx, rec)
+				if err != nil {
+					t.Fatalf("Resend = %v", err)
+				}
+				after, _, err := lc.Execute(e.ctx, again, func(context.Context, ledger.Lease) ledger.Report {
+					rep := ledger.Report{On: tc.on, Attempts: 1, Resent: ledger.ResentOf(rec, again)}
+					if tc.on != ledger.OnNotSent {
+						rep.Result = json.RawMessage(`{"content":[{"type":"text","text":"p_1"}]}`)
+					}
+					return rep
+				})
+				if err != nil || after.State != tc.state {
+					t.Fatalf("the re-sent call's outcome = %v, %v; want %s", stateOf(after), err, tc.state)
+				}
+				got := e.mustGet(rec.ID)
+				if tc.verdict == "" {
+					if got.Reconciled != nil || got.FindingCount != rec.FindingCount {
+						t.Errorf("a re-send not sent recorded a finding: %+v (count %d, was %d)", got.Reconciled, got.FindingCount, rec.FindingCount)
+					}
+					return
+				}
+				r := got.Reconciled
+				if r == nil || r.Verdict != tc.verdict || r.Method != ledger.MethodResend || !r.Since.Equal(rec.UpdatedAt) {
+					t.Fatalf("Reconciled = %+v; want %s by %s since %v", r, tc.verdict, ledger.MethodResend, rec.UpdatedAt)
+				}
+				if got.FindingCount != rec.FindingCount+1 || len(got.Findings) != len(rec.Findings)+1 {
+					t.Errorf("findings %d (%d kept); want the inconclusive one and the re-send's", got.FindingCount, len(got.Findings))
+				}
+				if d := diff(got, after); d != "" {
+					t.Errorf("Execute returned a record that differs from Get: %s", d)
+				}
+			})
+		}
+	})
+
 	t.Run("NotRunRunsOnNextCall", func(t *testing.T) {
 		e := newEnv(t, newStore)
 		rec := e.reach("k1", ledger.StateUnknown)

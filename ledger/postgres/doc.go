@@ -45,10 +45,16 @@
 //     and compares the random token it wrote, so a claim is won, and a
 //     transition done, exactly when it committed.
 //
+// The portable mode (Options.Portable, or mcpledger_mode=portable in the
+// URL) runs on PG-wire distributed databases: no LISTEN/NOTIFY (followers
+// poll, with a bounded backoff), no advisory locks, and serialization
+// failures (SQLSTATE 40001) retried with the same key; see portable.go.
+//
 // The tables live in one schema: Options.Schema, else the first entry of the
 // URL's search_path parameter, else "mcpledger". Open creates it and applies
-// the embedded, versioned migrations under an advisory lock, one transaction
-// each; a schema migrated by a newer build is refused with ErrSchemaTooNew.
+// the embedded, versioned migrations under an advisory lock (in the
+// portable mode, by racing for each version row), one transaction each; a
+// schema migrated by a newer build is refused with ErrSchemaTooNew.
 //
 // Times are stored at PostgreSQL's resolution, the microsecond.
 package postgres

@@ -94,18 +94,33 @@ func (s *Store) Stats(ctx context.Context, q ledger.StatsQuery) (ledger.Stats, e
 	return st, nil
 }
 
-// PurgeEvents implements ledger.EventLog.
+// purgeEvents deletes one batch of the events older than $1, through
+// events_at: a month of events is millions of rows, and one DELETE of them
+// all would be one long transaction holding their row locks and WAL.
+const purgeEvents = `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < $1 LIMIT $2)`
+
+// eventPurgeBatch is how many events one statement of PurgeEvents deletes
+// at most.
+const eventPurgeBatch = 5000
+
+// PurgeEvents implements ledger.EventLog, in batches of eventPurgeBatch.
 func (s *Store) PurgeEvents(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := s.retry(ctx, func() error {
-		return s.with(ctx, func(c *pgxpool.Conn) error {
-			tag, err := c.Exec(ctx, `DELETE FROM events WHERE at < $1`, before.UTC())
-			n = tag.RowsAffected()
-			return err
+	total := 0
+	for {
+		var n int64
+		err := s.retry(ctx, func() error {
+			return s.with(ctx, func(c *pgxpool.Conn) error {
+				tag, err := c.Exec(ctx, purgeEvents, before.UTC(), eventPurgeBatch)
+				n = tag.RowsAffected()
+				return err
+			})
 		})
-	})
-	if err != nil {
-		return 0, fmt.Errorf("postgres: purge events: %w", err)
+		total += int(n)
+		if err != nil {
+			return total, fmt.Errorf("postgres: purge events: %w", err)
+		}
+		if n < eventPurgeBatch {
+			return total, nil
+		}
 	}
-	return int(n), nil
 }

@@ -48,7 +48,11 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 		err := s.retry(ctx, func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {
 				ids, watched = ids[:0], watched[:0]
-				rows, err := c.Query(ctx, expireBatch, s.clock(), s.batchSize, ledger.KindLeaseExpired, ledger.KindApprovalExpired)
+				q := expireBatch
+				if s.portable {
+					q = expireBatchPortable
+				}
+				rows, err := c.Query(ctx, q, s.clock(), s.batchSize, ledger.KindLeaseExpired, ledger.KindApprovalExpired)
 				if err != nil {
 					return err
 				}
@@ -129,7 +133,11 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 		var changed, due int
 		err := s.retry(ctx, func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {
-				return c.QueryRow(ctx, purgeBatch, p.ExpiredBy.UTC(), updatedBefore, size, s.clock(), token, p.Tenant).
+				q := purgeBatch
+				if s.portable {
+					q = purgeBatchPortable
+				}
+				return c.QueryRow(ctx, q, p.ExpiredBy.UTC(), updatedBefore, size, s.clock(), token, p.Tenant).
 					Scan(&changed, &due)
 			})
 		})

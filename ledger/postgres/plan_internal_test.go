@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
@@ -43,7 +45,16 @@ func TestPlanLookupsUseAnIndex(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = c.Exec(ctx, `ANALYZE records`)
+		// As many events, of both tenants, over the same period.
+		_, err = c.Exec(ctx, `INSERT INTO events (tenant, tool, side, outcome, duplicate, waited, attempts, latency_ns, at)
+		SELECT CASE WHEN i % 2 = 0 THEN 't' ELSE 'other' END, 'create_payment', 'client',
+			CASE WHEN i % 10 = 0 THEN 'replayed' ELSE 'executed' END, false, false, 1, i,
+			now() + i * interval '1 millisecond'
+		FROM generate_series(1, $1::int) AS i`, planRecords)
+		if err != nil {
+			return err
+		}
+		_, err = c.Exec(ctx, `ANALYZE records; ANALYZE events`)
 		return err
 	})
 	if err != nil {
@@ -53,6 +64,11 @@ func TestPlanLookupsUseAnIndex(t *testing.T) {
 		t.Helper()
 		var lines []string
 		err := st.with(ctx, func(c *pgxpool.Conn) error {
+			if args == nil {
+				var err error
+				lines, err = genericPlan(ctx, c, query)
+				return err
+			}
 			rows, err := c.Query(ctx, "EXPLAIN "+query, args...)
 			if err != nil {
 				return err
@@ -77,25 +93,101 @@ func TestPlanLookupsUseAnIndex(t *testing.T) {
 			t.Fatalf("a lookup by an unindexed column shows no sequential scan; plan: %s", plan)
 		}
 	})
-	stmts, err := lookups()
+	stmts, err := statements()
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, literals := sqlHolders(t, ".")
 	for _, s := range stmts {
-		t.Run(s.name, func(t *testing.T) {
-			plan := explain(t, s.query, s.args...)
-			if strings.Contains(plan, "Seq Scan on records") {
-				t.Errorf("%s reads every record; plan: %s", s.name, plan)
+		queries := []string{s.query}
+		if s.query == "" {
+			queries = literals[s.from]
+		}
+		for i, query := range queries {
+			name := s.name
+			if len(queries) > 1 {
+				name += " " + strconv.Itoa(i+1)
 			}
-			// A lookup by key must reach the key through an index, not
-			// walk a tenant's records one by one: the planner's estimate
-			// is a few pages (an index range of the tenant is thousands).
-			if strings.Contains(s.name, "by key") && (!searchesKey(plan) || totalCost(t, plan) > 100) {
-				t.Errorf("%s does not search an index by key; plan: %s", s.name, plan)
-			}
-			t.Logf("%s: %s", s.name, plan)
-		})
+			t.Run(name, func(t *testing.T) {
+				plan := explain(t, query, s.args...)
+				if why := knownScans[s.from]; why != "" {
+					t.Skipf("%s: a known scan (%s); plan: %s", name, why, plan)
+				}
+				checkPlan(t, name, plan)
+			})
+		}
 	}
+}
+
+// knownScans are the statements whose generic plan PostgreSQL runs as a
+// sequential scan on the test's table, and why; each is work left to do.
+var knownScans = map[string]string{
+	// The test's tenant holds half the table, so reading it all is the
+	// cheaper plan; the scratch tenants it erases are small.
+	"EraseTenant": "a whole tenant",
+}
+
+// checkPlan fails on a plan that reads every row of records or events, and
+// on a lookup by key that does not search an index by key.
+func checkPlan(t *testing.T, name, plan string) {
+	t.Helper()
+	if strings.Contains(plan, "Seq Scan on records") || strings.Contains(plan, "Seq Scan on events") {
+		t.Errorf("%s reads every row; plan: %s", name, plan)
+	}
+	// A lookup by key must reach the key through an index, not walk a
+	// tenant's records one by one: the planner's estimate is a few pages
+	// (an index range of the tenant is thousands).
+	if strings.Contains(name, "by key") && (!searchesKey(plan) || totalCost(t, plan) > 100) {
+		t.Errorf("%s does not search an index by key; plan: %s", name, plan)
+	}
+	t.Logf("%s: %s", name, plan)
+}
+
+// genericPlan is the plan PostgreSQL makes for query without looking at
+// its parameters' values (PostgreSQL 15 has no EXPLAIN (GENERIC_PLAN)):
+// query is prepared, and explained with NULL for each parameter under
+// plan_cache_mode force_generic_plan, so the NULLs fold nothing away.
+func genericPlan(ctx context.Context, c *pgxpool.Conn, query string) ([]string, error) {
+	var lines []string
+	err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `PREPARE plan_check AS `+query); err != nil {
+			return err
+		}
+		defer func() { _, _ = tx.Exec(ctx, `DEALLOCATE plan_check`) }() // the rollback ends it anyway
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = 'plan_check'`).Scan(&n); err != nil {
+			return err
+		}
+		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ")
+		explain := `EXPLAIN EXECUTE plan_check`
+		if n > 0 {
+			explain += `(` + nulls + `)`
+		}
+		rows, err := tx.Query(ctx, explain)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			lines = append(lines, strings.TrimSpace(line))
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		return errors.New("rollback") // nothing of the check stays
+	})
+	if err != nil && err.Error() != "rollback" {
+		return nil, err
+	}
+	return lines, nil
 }
 
 // searchesKey reports whether one of plan's index conditions is on key.

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 	"github.com/mcpledger/mcpledger/server"
+	"github.com/mcpledger/mcpledger/wire"
 )
 
 // TestReplicasShareLedger: two replicas of an MCP server, separate OS
@@ -120,7 +121,7 @@ func TestReplicasShareLedger(t *testing.T) {
 				cs := clients[r][(k+n/2)%sessions]
 				key := fmt.Sprintf("order-%03d", k)
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{
-					Meta:      mcp.Meta{server.MetaKey: key},
+					Meta:      mcp.Meta{wire.MetaKey: key},
 					Name:      "create_payment",
 					Arguments: map[string]any{"amount_cents": 100 + k, "payee": "acme"},
 				})

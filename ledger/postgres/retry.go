@@ -60,6 +60,9 @@ func (s *Store) with(ctx context.Context, f func(c *pgxpool.Conn) error) error {
 		return err
 	}
 	err = f(c)
+	if s.portable {
+		err = portableErr(err)
+	}
 	if isLost(ctx, c, err) {
 		unsent := pgconn.SafeToRetry(err)
 		// A closed connection is destroyed by Release rather than pooled.
@@ -108,4 +111,13 @@ func newToken() []byte {
 		return b
 	}
 	return b
+}
+
+// IsUnreachable reports whether err, from Open or an operation, means that
+// no server took the connection or the connection was lost (the server
+// stopped, restarted or failed over), rather than that the database
+// refused the statement. A command can wait and try again.
+func IsUnreachable(err error) bool {
+	var le *lostError
+	return errors.As(err, &le) || isLost(context.Background(), nil, err)
 }

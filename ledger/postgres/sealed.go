@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/codec"
 )
 
 var _ ledger.SealedProbe = (*Store)(nil)
@@ -22,11 +24,14 @@ var _ ledger.SealedProbe = (*Store)(nil)
 func (s *Store) SealedKeyID(ctx context.Context) (string, error) {
 	prefix := []byte(ledger.SealedPrefix)
 	var args, result []byte
+	// Through s.with, so that a connection lost in a failover is retried
+	// on the new primary rather than failing the caller at once.
 	err := s.retry(ctx, func() error {
-		// The newest settled records by the purge's index, and the leased
-		// ones by the lease index: both partial, so each subquery names
-		// its index's states.
-		return s.pool.QueryRow(ctx, `SELECT arguments, result FROM (
+		return s.with(ctx, func(c *pgxpool.Conn) error {
+			// The newest settled records by the purge's index, and the
+			// leased ones by the lease index: both partial, so each
+			// subquery names its index's states.
+			return c.QueryRow(ctx, `SELECT arguments, result FROM (
 				(SELECT arguments, result FROM records
 					WHERE state IN ('SUCCEEDED', 'FAILED', 'DENIED', 'RETRYABLE', 'REJECTED')
 					ORDER BY expires_at DESC LIMIT $1)
@@ -36,6 +41,7 @@ func (s *Store) SealedKeyID(ctx context.Context) (string, error) {
 					ORDER BY lease_until DESC LIMIT $1)) newest
 			WHERE substring(arguments from 1 for $2) = $3 OR (coalesce(length(arguments), 0) = 0 AND substring(result from 1 for $2) = $3)
 			LIMIT 1`, ledger.SealedProbeWindow, len(prefix), prefix).Scan(&args, &result)
+		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
@@ -44,10 +50,10 @@ func (s *Store) SealedKeyID(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("postgres: look for sealed payloads: %w", err)
 	}
 	payload := args
-	if !ledger.IsEncrypted(payload) {
+	if !codec.IsEncrypted(payload) {
 		payload = result
 	}
-	sealed, _, err := ledger.SealedOf(payload)
+	sealed, _, err := codec.SealedOf(payload)
 	if err != nil {
 		return "", err
 	}

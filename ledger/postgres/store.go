@@ -66,6 +66,8 @@ type Options struct {
 	// PollMin and PollMax bound the poll a follower in Wait falls back to
 	// when no notification arrives (the listener is reconnecting or a
 	// notification was lost). With a live listener Wait polls at PollMax.
+	// In the portable mode Wait always polls, from PollMin doubling to
+	// PollMax.
 	PollMin, PollMax time.Duration
 	// BatchSize is how many records ExpireLeases and Purge change per
 	// statement, so neither holds many row locks or a long transaction.
@@ -78,8 +80,15 @@ type Options struct {
 	// a run's outcome with synchronous_commit off: claims stay durable,
 	// the outcome is visible at once, and the server's WAL writer flushes
 	// it within three times wal_writer_delay (600ms by default) or with
-	// the next durable commit, whichever comes first.
+	// the next durable commit, whichever comes first. The portable mode
+	// writes everything durably.
 	Durability ledger.Durability
+	// Portable runs the store without the PostgreSQL features that
+	// PG-wire distributed databases lack (see portable.go): no
+	// LISTEN/NOTIFY (followers poll), no advisory locks, and serialization
+	// failures (SQLSTATE 40001) retried with the same key. The URL
+	// parameter mcpledger_mode=portable (ModeParam) asks for it too.
+	Portable bool
 }
 
 // Store is a ledger.Store on PostgreSQL, shared by every process that opens
@@ -95,6 +104,7 @@ type Store struct {
 	batchSize      int
 	reconnectFor   time.Duration
 	durability     ledger.Durability
+	portable       bool
 
 	waiters *waiters
 	lis     *listener
@@ -114,7 +124,8 @@ func IsURL(s string) bool {
 }
 
 // Open connects to the database at url (postgres://user:pass@host:port/db?...
-// or postgresql://...), migrates the ledger schema under an advisory lock,
+// or postgresql://...), migrates the ledger schema under an advisory lock
+// (in the portable mode, by racing for each migration's version row),
 // and returns the Store. A schema migrated by a newer build is refused with
 // ErrSchemaTooNew.
 func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
@@ -124,6 +135,10 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	url, portable, err := takeMode(url)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -165,6 +180,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		batchSize:      o.BatchSize,
 		reconnectFor:   o.ReconnectFor,
 		durability:     o.Durability,
+		portable:       o.Portable || portable,
 		waiters:        newWaiters(),
 	}
 	s.claims, s.transitions, s.behind = newBatcher(s, false), newBatcher(s, false), newBatcher(s, true)
@@ -189,7 +205,11 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	if err := migrate(ctx, s.pool, schema); err != nil {
+	migrateFunc := migrate
+	if s.portable {
+		migrateFunc = migrateRacing
+	}
+	if err := migrateFunc(ctx, s.pool, schema); err != nil {
 		s.pool.Close()
 		return nil, err
 	}
@@ -272,5 +292,5 @@ func firstSearchPath(v string) string {
 }
 
 // redactURL hides the passwords of every DSN in s: user info and
-// password= parameters (ledger.MaskDSN).
-func redactURL(s string) string { return ledger.MaskDSN(s) }
+// password= parameters (MaskDSN).
+func redactURL(s string) string { return MaskDSN(s) }

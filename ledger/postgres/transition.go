@@ -378,7 +378,7 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		return nil, err
 	}
 	if t.To.Waiting() && t.Owner == "" {
-		return nil, fmt.Errorf("postgres: transition to %s needs an owner for its lease (see ledger.NewOwner)", t.To)
+		return nil, fmt.Errorf("postgres: transition to %s needs an owner for its lease (see process.NewOwner)", t.To)
 	}
 	token := newToken()
 	var (
@@ -478,7 +478,7 @@ func (s *Store) transitionOnce(ctx context.Context, t ledger.Transition, token [
 	w.alone = func() error {
 		return s.with(ctx, func(c *pgxpool.Conn) error { return scan(c.QueryRow(ctx, query, args...)) })
 	}
-	if ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
+	if !s.portable && ledger.Deferrable(max(s.durability, ledger.DurabilityOf(ctx)), t) {
 		b = s.behind
 		w.alone = func() error {
 			return s.with(ctx, func(c *pgxpool.Conn) error {

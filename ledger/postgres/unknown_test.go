@@ -42,3 +42,36 @@ func TestCountUnknown(t *testing.T) {
 	}
 	count(1)
 }
+
+func TestCountOpen(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, pgtest.Schema(t), nil)
+	claim := func(key string, approval bool) ledger.Claim {
+		t.Helper()
+		c, err := st.Claim(ctx, ledger.ClaimRequest{ID: ledger.ID{Tenant: "acme", Tool: "create_payment", Key: key},
+			Fingerprint: "fp-a", Owner: "owner-1", NeedsApproval: approval})
+		if err != nil || !c.Won {
+			t.Fatalf("Claim(%q) = %+v, %v; want a win", key, c, err)
+		}
+		return c
+	}
+	unk := claim("k-unknown", false)
+	if _, err := st.Transition(ctx, ledger.Transition{ID: unk.Record.ID, From: ledger.StateProcessing, To: ledger.StateUnknown,
+		Owner: "owner-1", Fence: unk.Record.Fence, ErrorKind: "ambiguous"}); err != nil {
+		t.Fatalf("Transition to UNKNOWN = %v", err)
+	}
+	claim("k-ask", true)
+	claim("k-running", false)
+	for _, c := range []struct {
+		state ledger.State
+		want  int64
+	}{{ledger.StateUnknown, 1}, {ledger.StatePendingApproval, 1}} {
+		n, oldest, err := st.CountOpen(ctx, c.state)
+		if err != nil || n != c.want || oldest.IsZero() {
+			t.Errorf("CountOpen(%s) = %d, %v, %v; want %d and the oldest's time", c.state, n, oldest, err, c.want)
+		}
+	}
+	if _, _, err := st.CountOpen(ctx, ledger.StateProcessing); err == nil {
+		t.Errorf("CountOpen(PROCESSING) = nil error; want one (no index bounds it)")
+	}
+}

@@ -21,6 +21,9 @@ func (s *Store) Wait(ctx context.Context, id ledger.ID) (*ledger.Record, error) 
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
+	if s.portable {
+		return s.pollWait(ctx, id)
+	}
 	s.lis.start()
 	w := s.waiters.add(notifyPayload(id))
 	defer s.waiters.remove(w)
@@ -87,7 +90,7 @@ var testHookWaitRead atomic.Pointer[func(*ledger.Record)]
 func (s *Store) settled(id ledger.ID, watched bool) {
 	p := notifyPayload(id)
 	s.waiters.wake(p)
-	if watched {
+	if watched && !s.portable {
 		s.lis.publish(p)
 	}
 }

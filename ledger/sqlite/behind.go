@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
@@ -48,6 +47,9 @@ func (s *Store) syncMode(w *wconn, lazy bool) error {
 // committed notes a batch that wrote: a durable one has fsynced every
 // earlier commit too; a lazy one needs a flush within the window.
 func (s *Store) committed(lazy bool) {
+	if s.commitHook != nil {
+		s.commitHook(lazy)
+	}
 	if !lazy {
 		s.unsynced.Store(false)
 		return
@@ -57,11 +59,7 @@ func (s *Store) committed(lazy bool) {
 		time.AfterFunc(s.opts.WriteBehindWindow, func() {
 			s.flushing.Store(false)
 			if err := s.flush(); err != nil && !errors.Is(err, ErrClosed) {
-				logger := s.opts.Logger
-				if logger == nil {
-					logger = slog.Default()
-				}
-				logger.Error("sqlite: outcomes written behind are not on disk yet; the next durable commit will write them", "path", s.path, "err", err)
+				s.logger().Error("sqlite: outcomes written behind are not on disk yet; the next durable commit will write them", "path", s.path, "err", err)
 			}
 		})
 	}

@@ -7,28 +7,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mcpledger/mcpledger/internal/sqlitedialect"
 )
 
 // drvConn is what the writer needs from the driver's connection: the
 // driver's own statements, without database/sql's per-call machinery, and
 // whether a transaction is still open after a failed COMMIT. The driver
-// file (driver_mattn.go; driver_nocgo.go has none) adapts its connection
-// to it, so a second driver would be one more file.
-type drvConn interface {
-	ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error)
-	QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error)
-	inTx() bool
-}
+// file (driver_mattn.go, or the pure-Go driver behind driver_nocgo.go)
+// adapts its connection to it.
+type drvConn = sqlitedialect.Conn
 
 // errKind is what classify needs to know of a driver error.
-type errKind int
+type errKind = sqlitedialect.Kind
 
 const (
-	kindOther       errKind = iota
-	kindBusy                // SQLITE_BUSY or SQLITE_LOCKED
-	kindNotDatabase         // SQLITE_NOTADB or SQLITE_CORRUPT
-	kindReadOnly            // SQLITE_READONLY
-	kindFull                // SQLITE_FULL, or an I/O error of ENOSPC
+	kindOther       = sqlitedialect.KindOther
+	kindBusy        = sqlitedialect.KindBusy        // SQLITE_BUSY or SQLITE_LOCKED
+	kindNotDatabase = sqlitedialect.KindNotDatabase // SQLITE_NOTADB or SQLITE_CORRUPT
+	kindReadOnly    = sqlitedialect.KindReadOnly    // SQLITE_READONLY
+	kindFull        = sqlitedialect.KindFull        // SQLITE_FULL, or an I/O error of ENOSPC
 )
 
 // execer is what the write helpers need from the write connection.

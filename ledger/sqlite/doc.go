@@ -36,7 +36,10 @@
 //
 // The driver is github.com/mattn/go-sqlite3 in a build with cgo, and the
 // pure-Go github.com/ncruces/go-sqlite3 in one without (CGO_ENABLED=0,
-// Windows and cross builds without a C compiler): the same SQLite and the
-// same file, so a ledger moves between the two. Driver names the one this
-// build uses.
+// Windows and cross builds without a C compiler), which a program brings in
+// by importing github.com/mcpledger/mcpledger/ledger/sqlite/purego (a
+// module of its own, so that cgo builds do not carry it): the same SQLite
+// and the same file, so a ledger moves between the two. Driver names the
+// one this build uses. A build without cgo that imported no driver gets an
+// error from Open that says so.
 package sqlite

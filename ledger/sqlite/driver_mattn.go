@@ -12,7 +12,7 @@ import (
 )
 
 // Driver names the SQLite driver this build uses: mattn/go-sqlite3, which
-// needs cgo (a build without cgo uses the pure-Go driver_ncruces.go).
+// needs cgo (a build without cgo uses driver_nocgo.go).
 const Driver = "github.com/mattn/go-sqlite3"
 
 // driverName is mattn/go-sqlite3 with the per-connection settings the DSN
@@ -41,7 +41,7 @@ func dsnFor(path string, o Options, readOnly bool) string {
 
 type mattnConn struct{ *sqlite3.SQLiteConn }
 
-func (c mattnConn) inTx() bool { return !c.AutoCommit() }
+func (c mattnConn) InTx() bool { return !c.AutoCommit() }
 
 func rawConn(dc any) (drvConn, error) {
 	c, ok := dc.(*sqlite3.SQLiteConn)
@@ -72,4 +72,9 @@ func errorKind(err error) errKind {
 
 // readsReadOnlyShm: SQLite's unix VFS reads a WAL ledger through a -shm
 // file it may not write (see immutableOpen).
-const readsReadOnlyShm = true
+func readsReadOnlyShm() bool { return true }
+
+// driverReady: mattn/go-sqlite3 is always linked into a cgo build.
+func driverReady() error { return nil }
+
+func sqlDriver() string { return driverName }

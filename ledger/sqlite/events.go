@@ -113,19 +113,34 @@ func (s *Store) Stats(ctx context.Context, q ledger.StatsQuery) (ledger.Stats, e
 	return st, nil
 }
 
-// PurgeEvents implements ledger.EventLog.
+// purgeEvents deletes one batch of the events older than a time, through
+// events_at: a month of events is millions of rows, and one DELETE of them
+// all would hold the write lock for seconds.
+const purgeEvents = `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < ? LIMIT ?)`
+
+// eventPurgeBatch is how many events one transaction of PurgeEvents
+// deletes at most.
+const eventPurgeBatch = 5000
+
+// PurgeEvents implements ledger.EventLog, in batches of eventPurgeBatch.
 func (s *Store) PurgeEvents(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx execer, _ time.Time) ([]ledger.ID, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE at < ?`, nanos(before))
-		if err != nil {
+	total := 0
+	for {
+		var n int64
+		err := s.write(ctx, func(ctx context.Context, tx execer, _ time.Time) ([]ledger.ID, error) {
+			res, err := tx.ExecContext(ctx, purgeEvents, nanos(before), eventPurgeBatch)
+			if err != nil {
+				return nil, err
+			}
+			n, err = res.RowsAffected()
 			return nil, err
+		})
+		total += int(n)
+		if err != nil {
+			return total, fmt.Errorf("sqlite: purge events: %w", err)
 		}
-		n, err = res.RowsAffected()
-		return nil, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: purge events: %w", err)
+		if n < eventPurgeBatch {
+			return total, nil
+		}
 	}
-	return int(n), nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/args"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -28,15 +29,15 @@ func Example() {
 	}
 	defer st.Close()
 
-	args := json.RawMessage(`{"amount": 42, "currency": "EUR"}`)
-	fp, err := ledger.Fingerprint(args)
+	doc := json.RawMessage(`{"amount": 42, "currency": "EUR"}`)
+	fp, err := args.Fingerprint(doc)
 	if err != nil {
 		log.Fatal(err)
 	}
 	req := ledger.ClaimRequest{
 		ID:          ledger.ID{Tenant: "acme", Tool: "create_payment", Key: "order-42"},
 		Fingerprint: fp,
-		Arguments:   args,
+		Arguments:   doc,
 		Owner:       "worker-1",
 	}
 

@@ -14,7 +14,7 @@ func Commits(s *Store) int64 { return s.commits.Load() }
 
 // DriverName is the database/sql name of the build's driver (see Driver),
 // for tests that write a file by hand.
-const DriverName = driverName
+var DriverName = sqlDriver()
 
 // CountUnknownQuery is the statement behind Store.CountUnknown.
 const CountUnknownQuery = countUnknown

@@ -14,8 +14,11 @@ import (
 const order = ` ORDER BY created_at DESC, tool DESC, key DESC, layer DESC`
 
 // findRecent is FindRecent's statement: the re-planning window of one
-// (tenant, layer, session, tool, fingerprint).
-const findRecent = `SELECT ` + columns + ` FROM records
+// (tenant, layer, session, tool, fingerprint). It names its index: without
+// statistics SQLite would rather read a list index (records_tool) in the
+// ORDER BY's order, every record of the tool in the window, than sort the
+// few of one session and fingerprint.
+const findRecent = `SELECT ` + columns + ` FROM records INDEXED BY records_recent
 		WHERE tenant = ? AND layer = ? AND session = ? AND tool = ? AND fingerprint = ?
 			AND created_at >= ?` + order
 
@@ -82,7 +85,7 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 // listQuery is List's statement for f, its arguments and the page size.
 func listQuery(f ledger.Filter) (string, []any, int, error) {
 	var where strings.Builder
-	where.WriteString(`SELECT ` + columns + ` FROM records WHERE tenant = ?`)
+	where.WriteString(`SELECT ` + columns + ` FROM records INDEXED BY ` + listIndex(f) + ` WHERE tenant = ?`)
 	args := []any{f.Tenant}
 	add := func(cond string, v ...any) {
 		where.WriteString(" AND ")
@@ -122,6 +125,25 @@ func listQuery(f ledger.Filter) (string, []any, int, error) {
 	// One extra row tells whether another page follows.
 	args = append(args, limit+1)
 	return where.String(), args, limit, nil
+}
+
+// listIndex is the index a List of f reads, named so that the plan does
+// not hang on statistics SQLite does not keep: the narrowest filter first
+// (a key has a few records, a session a few hundred, a state or a tool
+// any number), each index in List's order past its filter, so a page
+// reads its rows and no more.
+func listIndex(f ledger.Filter) string {
+	switch {
+	case f.Key != "":
+		return "records_key"
+	case f.Session != "":
+		return "records_session"
+	case f.State != "":
+		return "records_state"
+	case f.Tool != "":
+		return "records_tool"
+	}
+	return "records_list"
 }
 
 func scanAll(rows *sql.Rows, capHint int) ([]*ledger.Record, error) {

@@ -72,7 +72,7 @@ func immutableOpen(path string) (bool, error) {
 	}
 	_, err := os.Stat(shm)
 	haveShm := err == nil
-	if haveShm && (readsReadOnlyShm || writable(shm)) {
+	if haveShm && (readsReadOnlyShm() || writable(shm)) {
 		return false, nil
 	}
 	fi, err := os.Stat(wal)

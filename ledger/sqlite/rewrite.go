@@ -35,6 +35,15 @@ func (s *Store) RewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 	return total, err
 }
 
+// rewritePayloads' statements: a page of records by id, and one record's
+// payloads by id, compared with what the page read.
+const (
+	rewriteSelect = `SELECT id, tenant, layer, tool, key, arguments, result
+			FROM records WHERE id > ? ORDER BY id LIMIT ?`
+	rewriteUpdate = `UPDATE records SET arguments = ?, result = ?
+						WHERE id = ? AND arguments IS ? AND result IS ?`
+)
+
 func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int, error) {
 	type change struct {
 		row                int64
@@ -43,8 +52,7 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 	}
 	total := 0
 	for after := int64(0); ; {
-		rows, err := s.rdb.QueryContext(ctx, `SELECT id, tenant, layer, tool, key, arguments, result
-			FROM records WHERE id > ? ORDER BY id LIMIT ?`, after, rewritePage)
+		rows, err := s.rdb.QueryContext(ctx, rewriteSelect, after, rewritePage)
 		if err != nil {
 			return total, fmt.Errorf("sqlite: rewrite payloads: %w", s.classify(err))
 		}
@@ -87,8 +95,7 @@ func (s *Store) rewritePayloads(ctx context.Context, fn ledger.RewriteFunc) (int
 					return nil, fmt.Errorf("sqlite: rewrite payloads: %w", err)
 				}
 				for _, c := range changes {
-					res, err := tx.ExecContext(ctx, `UPDATE records SET arguments = ?, result = ?
-						WHERE id = ? AND arguments IS ? AND result IS ?`,
+					res, err := tx.ExecContext(ctx, rewriteUpdate,
 						c.newArgs, c.newResult, c.row, c.oldArgs, c.oldResult)
 					if err != nil {
 						return nil, fmt.Errorf("sqlite: rewrite payloads: %w", err)

@@ -7,9 +7,17 @@ import (
 	"fmt"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/codec"
 )
 
 var _ ledger.SealedProbe = (*Store)(nil)
+
+// sealedProbe reads the newest records by expiry (records_expiry) for a
+// sealed payload.
+const sealedProbe = `SELECT arguments, result FROM (
+			SELECT arguments, result FROM records ORDER BY expires_at DESC LIMIT ?)
+		WHERE substr(arguments, 1, ?) = ? OR (ifnull(length(arguments), 0) = 0 AND substr(result, 1, ?) = ?)
+		LIMIT 1`
 
 // SealedKeyID implements ledger.SealedProbe. It looks at the newest
 // ledger.SealedProbeWindow records (by expiry, an index): a process with a
@@ -20,10 +28,7 @@ var _ ledger.SealedProbe = (*Store)(nil)
 func (s *Store) SealedKeyID(ctx context.Context) (string, error) {
 	prefix := []byte(ledger.SealedPrefix)
 	var args, result []byte
-	err := s.rdb.QueryRowContext(ctx, `SELECT arguments, result FROM (
-			SELECT arguments, result FROM records ORDER BY expires_at DESC LIMIT ?)
-		WHERE substr(arguments, 1, ?) = ? OR (ifnull(length(arguments), 0) = 0 AND substr(result, 1, ?) = ?)
-		LIMIT 1`, ledger.SealedProbeWindow, len(prefix), prefix, len(prefix), prefix).Scan(&args, &result)
+	err := s.rdb.QueryRowContext(ctx, sealedProbe, ledger.SealedProbeWindow, len(prefix), prefix, len(prefix), prefix).Scan(&args, &result)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -36,10 +41,10 @@ func (s *Store) SealedKeyID(ctx context.Context) (string, error) {
 // sealedKeyID is the key id of whichever of args and result is sealed.
 func sealedKeyID(args, result []byte) (string, error) {
 	payload := args
-	if !ledger.IsEncrypted(payload) {
+	if !codec.IsEncrypted(payload) {
 		payload = result
 	}
-	sealed, _, err := ledger.SealedOf(payload)
+	sealed, _, err := codec.SealedOf(payload)
 	if err != nil {
 		return "", err
 	}

@@ -91,7 +91,9 @@ type Options struct {
 	// with ErrNoLedger, an older schema with ErrSchemaTooOld.
 	ReadOnly bool
 	// Logger gets the warning, once per path and process, that the
-	// ledger file is readable by other users (slog.Default when nil).
+	// ledger file is readable by other users, and at debug level each
+	// purge batch: its records and how long it held the write lock
+	// (slog.Default when nil).
 	Logger *slog.Logger
 
 	// immutable: a ReadOnly Open found the ledger file to be the whole
@@ -173,6 +175,9 @@ type Store struct {
 	readers int
 	// waitHook, set only by tests before use, runs when Wait blocks.
 	waitHook func(ledger.ID)
+	// commitHook, set only by tests before use, runs on the writer
+	// after each commit that wrote, with whether it skipped the fsync.
+	commitHook func(lazy bool)
 }
 
 // Open opens the ledger at path, creating it (mode 0600, folder 0700) when
@@ -180,6 +185,9 @@ type Store struct {
 // mcpledger database, or whose schema is newer than this build, is refused
 // and never modified.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	if err := driverReady(); err != nil {
+		return nil, err
+	}
 	o := opts.withDefaults()
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -209,7 +217,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		watchers:  make(map[ledger.ID]*watcher),
 	}
 	s.idle.L = &s.wmu
-	s.wdb, err = sql.Open(driverName, s.dsn(o.ReadOnly))
+	s.wdb, err = sql.Open(sqlDriver(), s.dsn(o.ReadOnly))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -227,7 +235,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.wdb.Close())
 	}
-	s.rdb, err = sql.Open(driverName, s.dsn(true))
+	s.rdb, err = sql.Open(sqlDriver(), s.dsn(true))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", abs, err), s.wdb.Close())
 	}
@@ -265,6 +273,14 @@ func (s *Store) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// logger is Options.Logger, or slog.Default when none was given.
+func (s *Store) logger() *slog.Logger {
+	if s.opts.Logger != nil {
+		return s.opts.Logger
+	}
+	return slog.Default()
 }
 
 // Path returns the absolute path of the database file.

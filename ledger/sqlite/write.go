@@ -135,6 +135,19 @@ const (
 // other callers are never held up behind one long delete.
 const purgeBatch = 1000
 
+// Purge sizes its batches so that each holds the write lock about
+// purgeHold (halving a batch that took longer, doubling one that took
+// less than half, from minPurgeBatch to purgeBatch), and after each one
+// leaves the lock free as long as the batch held it, at least
+// minPurgeRest: a writer of another process waits in SQLite's busy
+// handler, which sleeps between tries, and must find the lock free when
+// it wakes. The rest begins with a checkpoint (purgeCheckpoint).
+const (
+	purgeHold     = 20 * time.Millisecond
+	minPurgeRest  = 5 * time.Millisecond
+	minPurgeBatch = 50
+)
+
 // Claim implements ledger.Store. The INSERT decides: on a conflict the
 // existing row is replaced only when expired, reclaimed only when RETRYABLE
 // (same fingerprint) or REJECTED, and otherwise returned to the follower.
@@ -253,7 +266,7 @@ func (s *Store) Transition(ctx context.Context, t ledger.Transition) (*ledger.Re
 		return nil, err
 	}
 	if t.To.Waiting() && t.Owner == "" {
-		return nil, fmt.Errorf("sqlite: transition to %s needs an owner for its lease (see ledger.NewOwner)", t.To)
+		return nil, fmt.Errorf("sqlite: transition to %s needs an owner for its lease (see process.NewOwner)", t.To)
 	}
 	approval, err := approvalJSON(t.Approval)
 	if err != nil {
@@ -394,17 +407,26 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 	total := 0
 	var start time.Time // of the first batch: tombstones made since are not due
-	for {
-		size := purgeBatch
+	batch := purgeBatch
+	for first := true; ; first = false {
+		size := batch
 		if p.Limit > 0 {
 			size = min(size, p.Limit-total)
 		}
 		if size <= 0 {
-			return total, nil
+			return total, s.purgeDone(ctx, total, nil)
 		}
 		n := 0
-		err := s.write(ctx, func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
+		var locked time.Time
+		// A batch commits without an fsync of its own (a lazy op, see
+		// behind.go): its hold of the write lock is then the deletes
+		// alone, not the disk's fsync, which on a slow disk took
+		// hundreds of milliseconds. A crash can only bring back expired
+		// records, which the next purge removes; purgeDone makes the
+		// purge durable before it returns.
+		err := s.submit(ctx, &op{ctx: ctx, lazy: true, fn: func(ctx context.Context, tx execer, now time.Time) ([]ledger.ID, error) {
 			n = 0
+			locked = time.Now()
 			if start.IsZero() {
 				start = now
 			}
@@ -427,11 +449,63 @@ func (s *Store) Purge(ctx context.Context, p ledger.PurgeRequest) (int, error) {
 			}
 			n = int(deleted + tombstoned)
 			return nil, nil
-		})
+		}})
 		total += n
 		if err != nil || n < size {
-			return total, err
+			return total, s.purgeDone(ctx, total, err)
 		}
+		// From the write lock taken to the commit done: the wait for
+		// the lock is no part of a batch's hold.
+		held := time.Since(locked)
+		s.logger().Debug("sqlite: purge batch", "records", n, "held", held)
+		switch {
+		case held > purgeHold:
+			batch = max(batch/2, minPurgeBatch)
+		case held < purgeHold/2 && !first:
+			batch = min(batch*2, purgeBatch)
+		}
+		resting := time.Now()
+		s.purgeCheckpoint(ctx)
+		rest := time.NewTimer(max(held, minPurgeRest) - time.Since(resting))
+		select {
+		case <-ctx.Done():
+			rest.Stop()
+			return total, ctx.Err()
+		case <-rest.C:
+		}
+	}
+}
+
+// purgeDone ends a purge that removed total records and then met err:
+// its batches, committed without an fsync, are made durable with one, and
+// the log they wrote is checkpointed.
+func (s *Store) purgeDone(ctx context.Context, total int, err error) error {
+	if total == 0 {
+		return err
+	}
+	if ferr := s.flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("sqlite: purge: %d records were removed but may not be on disk yet: %w", total, ferr)
+	}
+	s.purgeCheckpoint(ctx)
+	return err
+}
+
+// purgeCheckpoint copies what the purge's last batch wrote to the
+// write-ahead log into the database, so the purge pays for its own log.
+// Left to SQLite's automatic checkpoint, those pages would be copied, and
+// the database file fsynced, by whichever commit next finds the log past
+// wal_autocheckpoint pages: often a call's claim, in this process or
+// another. With the log all copied, the next writer starts it over.
+//
+// It runs on a read connection, between batches, as a PASSIVE checkpoint:
+// it takes no write lock, so writers go on meanwhile, and it never waits;
+// what a reader still needs stays in the log for a later checkpoint. A
+// checkpoint that fails leaves the work to SQLite's automatic one, as
+// before, so it is logged and the purge goes on: its deletes are
+// committed either way.
+func (s *Store) purgeCheckpoint(ctx context.Context) {
+	if _, err := s.rdb.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil && ctx.Err() == nil {
+		s.logger().Warn("sqlite: purge: the write-ahead log's checkpoint failed; the next commits copy it instead", "err", s.classify(err))
 	}
 }
 
@@ -480,6 +554,13 @@ func (s *Store) PurgePreview(ctx context.Context, p ledger.PurgeRequest) (ledger
 
 var _ ledger.TenantEraser = (*Store)(nil)
 
+// EraseTenant's statements: by tenant, through records_list and
+// events_period.
+const (
+	eraseRecords = `DELETE FROM records WHERE tenant = ?`
+	eraseEvents  = `DELETE FROM events WHERE tenant = ?`
+)
+
 // EraseTenant implements ledger.TenantEraser: one transaction deletes the
 // tenant's records and events.
 func (s *Store) EraseTenant(ctx context.Context, tenant string) (int, error) {
@@ -488,7 +569,7 @@ func (s *Store) EraseTenant(ctx context.Context, tenant string) (int, error) {
 	}
 	var n int
 	err := s.write(ctx, func(ctx context.Context, tx execer, _ time.Time) ([]ledger.ID, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM records WHERE tenant = ?`, tenant)
+		res, err := tx.ExecContext(ctx, eraseRecords, tenant)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: erase tenant: %w", err)
 		}
@@ -496,7 +577,7 @@ func (s *Store) EraseTenant(ctx context.Context, tenant string) (int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: erase tenant: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE tenant = ?`, tenant); err != nil {
+		if _, err := tx.ExecContext(ctx, eraseEvents, tenant); err != nil {
 			return nil, fmt.Errorf("sqlite: erase tenant events: %w", err)
 		}
 		n = int(deleted)

@@ -220,7 +220,7 @@ func (s *Store) commitBatch(ctx context.Context, ops []*op) error {
 		if err == nil && s.commits.Load() != before {
 			s.committed(lazy)
 		}
-		if c.inTx() {
+		if c.InTx() {
 			// A failed COMMIT can leave the transaction open; the next
 			// batch must start clean.
 			err = errors.Join(err, w.end("ROLLBACK"))

@@ -45,11 +45,12 @@ func Add(s *mcp.Server, store ledger.Store, scope ScopeFunc, o *Options) {
 		o = &Options{}
 	}
 	h := handlers{tools: &planner.Tools{Store: store, Exclude: o.Exclude, Layer: o.Layer}, scope: scope}
+	no := false // the hints a reader of the ledger leaves false
 	readOnly := &mcp.ToolAnnotations{
 		ReadOnlyHint:    true,
 		IdempotentHint:  true,
-		DestructiveHint: new(false),
-		OpenWorldHint:   new(false),
+		DestructiveHint: &no,
+		OpenWorldHint:   &no,
 	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        planner.StatusTool,

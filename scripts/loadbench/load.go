@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpledger/mcpledger/internal/errs"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -208,7 +210,7 @@ func (t *tally) fail(kind string) {
 // errText names an error by its JSON-RPC code and reason where it has
 // them, else by its text cut short.
 func errText(err error) string {
-	if je, ok := errors.AsType[*jsonrpc.Error](err); ok {
+	if je, ok := errs.AsType[*jsonrpc.Error](err); ok {
 		return fmt.Sprintf("%d %s", je.Code, short(je.Message, 70))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

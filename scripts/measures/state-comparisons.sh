@@ -6,7 +6,7 @@
 set -eu
 grep -rn 'ledger\.State[A-Z]' --include='*.go' . |
 	grep -v '_test\.go:' | grep -v '^\./ledger/' |
-	grep -E '==|!=|case ' >/tmp/state-comparisons.$$ || true
+	grep -E '(==|!=) *ledger\.State[A-Z]|ledger\.State[A-Za-z]* *(==|!=)|case .*ledger\.State[A-Z]' >/tmp/state-comparisons.$$ || true
 cat /tmp/state-comparisons.$$
 echo "$(wc -l </tmp/state-comparisons.$$ | tr -d ' ') lines compare or switch on a ledger state outside ledger/"
 rm -f /tmp/state-comparisons.$$

@@ -225,7 +225,8 @@ func upstream() *mcp.Server {
 	}
 	var mu sync.Mutex // guards n
 	n := 0
-	mcp.AddTool(s, &mcp.Tool{Name: "create_payment", Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true)}},
+	destructive := true
+	mcp.AddTool(s, &mcp.Tool{Name: "create_payment", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}},
 		func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, payment, error) {
 			mu.Lock()
 			n++

@@ -1,5 +1,6 @@
 module github.com/mcpledger/mcpledger/telemetry/prometheus
 
+// go 1.26: go.opentelemetry.io/otel v1.47.0 and its Prometheus exporter need it.
 go 1.26.0
 
 replace github.com/mcpledger/mcpledger => ../..

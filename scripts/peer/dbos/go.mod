@@ -1,5 +1,6 @@
 module github.com/mcpledger/mcpledger/scripts/peer/dbos
 
+// go 1.26: go.opentelemetry.io/otel v1.47.0, which DBOS Transact requires, needs it.
 go 1.26.0
 
 replace github.com/mcpledger/mcpledger => ../../..
@@ -27,10 +28,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-isatty v0.0.23 // indirect
-	github.com/ncruces/go-sqlite3 v0.37.0 // indirect
-	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
-	github.com/ncruces/julianday v1.0.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect

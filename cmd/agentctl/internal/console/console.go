@@ -172,6 +172,7 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("GET /approvals", c.approvals)
 	c.mux.HandleFunc("GET /unknown", c.unknown)
 	c.mux.HandleFunc("GET /stats", c.stats)
+	c.mux.HandleFunc("GET /stats/series", c.series)
 	c.mux.HandleFunc("GET /events", c.events)
 	c.mux.HandleFunc("POST /approve", c.decide(true))
 	c.mux.HandleFunc("POST /deny", c.decide(false))

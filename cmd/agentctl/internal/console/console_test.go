@@ -25,6 +25,7 @@ import (
 	"github.com/mcpledger/mcpledger/ledger"
 	"github.com/mcpledger/mcpledger/ledger/postgres"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 	"github.com/mcpledger/mcpledger/ledger/sqlite"
 )
 
@@ -243,7 +244,7 @@ func TestPagesRender(t *testing.T) {
 		{"/", []string{"invoice-1", "pay-1", "refund-1", "PENDING_APPROVAL", `href="/record?key=pay-1&amp;layer=client&amp;tenant=default&amp;tool=create_payment"`,
 			`data-id="default/client/create_payment/pay-1"`, `data-id="default//refund/refund-1"`, `<td class="layer">client</td>`, `<td class="layer">-</td>`}},
 		{"/?state=unknown", []string{"refund-1"}},
-		{"/record?tenant=default&layer=client&tool=create_payment&key=pay-1", []string{"Timeline", "claimed", "PENDING_APPROVAL", "Approve", ledger.Redacted, `<td id="layer">client</td>`, `name="layer" value="client"`}},
+		{"/record?tenant=default&layer=client&tool=create_payment&key=pay-1", []string{"Timeline", "claimed", "PENDING_APPROVAL", "Approve", redact.Placeholder, `<td id="layer">client</td>`, `name="layer" value="client"`}},
 		{"/record?tenant=default&tool=refund&key=refund-1", []string{"Reconcile", "the connection dropped", `<td id="layer">-</td>`, `name="layer" value=""`}},
 		{"/approvals", []string{"pay-1", "requested by agent", "<th>Layer</th>", `<td class="layer">client</td>`, `name="layer" value="client"`}},
 		{"/unknown", []string{"refund-1", "SUCCEEDED", "<th>Layer</th>", `<td class="layer">-</td>`}},

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/client"
+	"github.com/mcpledger/mcpledger/cmd/agentctl/internal/period"
 	"github.com/mcpledger/mcpledger/internal/audit"
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -29,6 +30,7 @@ type view struct {
 	Filter    filterView
 	Records   []*ledger.Record
 	Next      template.URL // query of the next page; "" on the last
+	First     template.URL // query of the first page; "" on the first
 	Record    *ledger.Record
 	Meaning   string // what the record's state means (ledger.Meaning)
 	Timeline  []audit.Entry
@@ -38,8 +40,8 @@ type view struct {
 	Message   string
 	States    []ledger.State
 	Layers    []string // the layer filter's choices
-	Pending   int
-	Unknown   int
+	Pending   count
+	Unknown   count
 	Now       string // when the page was rendered (RFC 3339), for live updates
 }
 
@@ -87,14 +89,34 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, forma
 	c.render(w, r, "error", status, &view{Title: "Error", Message: fmt.Sprintf(format, args...)})
 }
 
-// count is how many records of tenant are in state, up to one page.
-func (c *Console) count(ctx context.Context, tenant string, s ledger.State) int {
-	p, err := c.opts.Store.List(ctx, ledger.Filter{Tenant: tenant, State: s, Limit: ledger.MaxPageSize})
+// countCap is the most records a count reads: past it a page says "more
+// than 99", so no page counts a million rows.
+const countCap = 99
+
+// count is a number of records, up to countCap+1, which reads as "more
+// than countCap".
+type count int
+
+func (n count) String() string {
+	if n > countCap {
+		return "more than " + strconv.Itoa(countCap)
+	}
+	return strconv.Itoa(int(n))
+}
+
+// count is how many records of tenant are in state, up to countCap+1: one
+// page of the state's index.
+func (c *Console) count(ctx context.Context, tenant string, s ledger.State) count {
+	p, err := c.opts.Store.List(ctx, ledger.Filter{Tenant: tenant, State: s, Limit: countCap + 1})
 	if err != nil {
 		return 0
 	}
-	return len(p.Records)
+	return count(len(p.Records))
 }
+
+// pageSize is how many records a console page lists: at 50, a page of
+// records with long error messages stays far under 100 KB.
+const pageSize = ledger.DefaultPageSize
 
 // tenant is the tenant a page shows: the query's (ServeHTTP let only the
 // approver's tenants through), else the console's when the approver may
@@ -113,7 +135,7 @@ func (c *Console) tenant(r *http.Request) string {
 func (c *Console) filter(r *http.Request) (ledger.Filter, filterView, error) {
 	q := r.URL.Query()
 	fv := filterView{State: strings.ToLower(q.Get("state")), Layer: q.Get("layer"), Tool: q.Get("tool"), Session: q.Get("session"), Tenant: c.tenant(r), Since: q.Get("since")}
-	f := ledger.Filter{Tenant: fv.Tenant, Layer: fv.Layer, Tool: fv.Tool, Session: fv.Session, Cursor: q.Get("cursor"), Limit: 50}
+	f := ledger.Filter{Tenant: fv.Tenant, Layer: fv.Layer, Tool: fv.Tool, Session: fv.Session, Cursor: q.Get("cursor"), Limit: pageSize}
 	if err := ledger.ValidateTenant(f.Tenant); err != nil {
 		return f, fv, fmt.Errorf("tenant %q: %v", f.Tenant, err)
 	}
@@ -150,11 +172,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := &view{Title: "Records", Nav: "records", Tenant: f.Tenant, Filter: fv, Records: shown(page.Records...)}
-	if page.Next != "" {
-		q := r.URL.Query()
-		q.Set("cursor", page.Next)
-		v.Next = template.URL(q.Encode())
-	}
+	v.Next, v.First = nextQuery(r, f.Tenant, page.Next)
 	c.render(w, r, "records", http.StatusOK, v)
 }
 
@@ -262,12 +280,39 @@ func (c *Console) stateList(w http.ResponseWriter, r *http.Request, s ledger.Sta
 		c.fail(w, r, http.StatusBadRequest, "tenant %q: %v", tenant, err)
 		return
 	}
-	p, err := c.opts.Store.List(r.Context(), ledger.Filter{Tenant: tenant, State: s, Limit: ledger.MaxPageSize})
+	cursor := r.URL.Query().Get("cursor")
+	if cursor != "" {
+		if _, err := ledger.DecodeCursor(cursor); err != nil {
+			c.fail(w, r, http.StatusBadRequest, "%v; follow the page links, or start from the first page", err)
+			return
+		}
+	}
+	p, err := c.opts.Store.List(r.Context(), ledger.Filter{Tenant: tenant, State: s, Limit: pageSize, Cursor: cursor})
 	if err != nil {
 		c.fail(w, r, http.StatusBadGateway, "cannot read the ledger: %v; check that it is reachable and reload", err)
 		return
 	}
-	c.render(w, r, page, http.StatusOK, &view{Title: title, Nav: page, Tenant: tenant, Records: shown(p.Records...)})
+	v := &view{Title: title, Nav: page, Tenant: tenant, Records: shown(p.Records...)}
+	v.Next, v.First = nextQuery(r, tenant, p.Next)
+	c.render(w, r, page, http.StatusOK, v)
+}
+
+// nextQuery is the query of the page after this one (cursor next, ""
+// when there is none), and of the first page when this one is not it:
+// a cursor only moves forward, and the first page is where newer records
+// appear.
+func nextQuery(r *http.Request, tenant, next string) (nextQ, first template.URL) {
+	q := r.URL.Query()
+	q.Set("tenant", tenant)
+	if q.Get("cursor") != "" {
+		q.Del("cursor")
+		first = template.URL(q.Encode())
+	}
+	if next != "" {
+		q.Set("cursor", next)
+		nextQ = template.URL(q.Encode())
+	}
+	return nextQ, first
 }
 
 // decide serves the approve and deny forms.
@@ -492,16 +537,7 @@ func resultText(raw json.RawMessage) string {
 
 // parsePeriod reads a Go duration or a whole number of days ("7d").
 func parsePeriod(s string) (time.Duration, error) {
-	var d time.Duration
-	var err error
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if _, err = fmt.Sscanf(n, "%d", &days); err == nil {
-			d = time.Duration(days) * 24 * time.Hour
-		}
-	} else {
-		d, err = time.ParseDuration(s)
-	}
+	d, err := period.Parse(s)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("since %q: want a positive period such as 90m, 24h or 7d", s)
 	}

@@ -147,7 +147,7 @@ func (c *Console) reconcileAPI(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if rec.State != ledger.StateUnknown {
+	if ledger.RowOf(rec.State).Act != ledger.ActReconcile {
 		a := answerOf(rec)
 		a.Error = fmt.Sprintf("reconcile: record %s of tool %s is %s, not UNKNOWN: it was settled already; nothing changed", rec.Key, rec.Tool, rec.State)
 		reply(w, http.StatusConflict, a)
@@ -288,7 +288,7 @@ func (c *Console) reported(w http.ResponseWriter, r *http.Request, tenant string
 			continue
 		}
 		found = append(found, rec)
-		if rec.State == ledger.StateUnknown {
+		if ledger.RowOf(rec.State).Act == ledger.ActReconcile {
 			unknown = append(unknown, rec)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/ledger"
+	"github.com/mcpledger/mcpledger/ledger/redact"
 )
 
 // A tool that echoes a secret keeps it in its stored result (a replay
@@ -65,8 +66,8 @@ func TestRecordPageRedactsSecretsInBrowser(t *testing.T) {
 		if strings.Contains(html, "51H8xQ2Lk9Zp3Rt7Vb") {
 			t.Errorf("%s shows the secret in clear:\n%s", page.path, text(t, ctx, "main"))
 		}
-		if page.path != "/" && !strings.Contains(html, ledger.Redacted) {
-			t.Errorf("%s does not show %s where the secret was:\n%s", page.path, ledger.Redacted, text(t, ctx, "main"))
+		if page.path != "/" && !strings.Contains(html, redact.Placeholder) {
+			t.Errorf("%s does not show %s where the secret was:\n%s", page.path, redact.Placeholder, text(t, ctx, "main"))
 		}
 	}
 }

@@ -12,6 +12,9 @@ import (
 
 // statsView is the stats page: the figures of ledger stats and their charts.
 type statsView struct {
+	// Range is the charts' range (chartRanges), Ranges the ones offered.
+	Range  string
+	Ranges []string
 	Since  string
 	Stats  ledger.Stats
 	Counts template.HTML // inline SVG
@@ -31,7 +34,13 @@ func (c *Console) stats(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	sv := &statsView{Since: since}
+	sv := &statsView{Since: since, Range: r.URL.Query().Get("range")}
+	if _, ok := rangeNamed(sv.Range); !ok {
+		sv.Range = "24h"
+	}
+	for _, cr := range chartRanges {
+		sv.Ranges = append(sv.Ranges, cr.Name)
+	}
 	el, ok := c.opts.Store.(ledger.EventLog)
 	if !ok {
 		sv.None = true

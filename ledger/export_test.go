@@ -1,4 +1,0 @@
-package ledger
-
-// ProcessStart exposes processStart to the external tests.
-var ProcessStart = processStart

@@ -1,0 +1,4 @@
+package process
+
+// ProcessStart exposes processStart to the external tests.
+var ProcessStart = processStart
