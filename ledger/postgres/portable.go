@@ -216,13 +216,14 @@ func migrateRacing(ctx context.Context, pool *pgxpool.Pool, schema string) error
 
 // raced runs f again, a few times, while it fails the way a statement
 // does that lost a race with another opener's: a duplicate catalog entry
-// (23505, 42P06, 42P07) or a serialization failure (40001).
+// (23505, 42P06, 42P07; 42710 when two CREATE TABLE IF NOT EXISTS race
+// for the table's row type) or a serialization failure (40001).
 func raced(ctx context.Context, f func() error) error {
 	delay := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f()
 		switch sqlState(err) {
-		case "23505", "42P06", "42P07", "40001", "40P01":
+		case "23505", "42P06", "42P07", "42710", "40001", "40P01":
 		default:
 			return err
 		}
