@@ -83,6 +83,18 @@ var reasonExit = map[string]int{
 	reasonInterrupted:       exitInterrupted,
 }
 
+// The reason of every state's row is one of the CLI's reasons, with the
+// row's exit code: a state the ledger adds needs no line here. A reason
+// listed above keeps its code; TestRowReasonsAreCLIReasons checks that
+// the two agree.
+func init() {
+	for _, row := range ledger.Rows() {
+		if _, ok := reasonExit[row.ExitReason]; !ok && row.ExitReason != "" {
+			reasonExit[row.ExitReason] = row.Exit
+		}
+	}
+}
+
 // codeReason is the reason of an error made with exitf, which names only a
 // code.
 var codeReason = map[int]string{
