@@ -38,5 +38,7 @@ func Meaning(r *Record) string {
 		}
 		return "it did not run (" + OneLine(r.ErrorMessage, 200) + "); nothing took effect and the call may be made again"
 	}
-	return RowOf(StateUnknown).Means
+	// UNKNOWN, and a state with no wording of its own above: its row's
+	// text (RowOf reads a state it does not know as UNKNOWN).
+	return RowOf(r.State).Means
 }

@@ -3,7 +3,9 @@ package ledger_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpledger/mcpledger/ledger"
 )
@@ -170,5 +172,24 @@ func TestRowsErrors(t *testing.T) {
 	}
 	if s, ok := ledger.StateOfError(errors.New("disk full")); ok {
 		t.Errorf("StateOfError(disk full) = %s; want none", s)
+	}
+}
+
+// A state's texts for a person (Meaning) and for a model (Explain) are its
+// own: only UNKNOWN, and a word that is no state, read as an unknown
+// outcome. A state added to the rows is never worded as UNKNOWN because a
+// switch has no case for it.
+func TestTextsAreTheStatesOwn(t *testing.T) {
+	unknown := ledger.RowOf(ledger.StateUnknown).Means
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for _, s := range append(append([]ledger.State(nil), ledger.States...), "BOGUS") {
+		r := &ledger.Record{ID: ledger.ID{Tool: "create_payment", Key: "k-1"}, State: s, CreatedAt: at, UpdatedAt: at}
+		want := s == ledger.StateUnknown || !s.Valid()
+		if got := ledger.Meaning(r); (got == unknown) != want {
+			t.Errorf("Meaning(%s) = %q; unknown's text: %v, want %v", s, got, got == unknown, want)
+		}
+		if got := ledger.Explain(r); strings.Contains(got, "outcome is unknown") != want {
+			t.Errorf("Explain(%s) = %q; want the words \"outcome is unknown\": %v", s, got, want)
+		}
 	}
 }

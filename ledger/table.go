@@ -209,8 +209,11 @@ func Explain(r *Record) string {
 		fmt.Fprintf(&s, "was not delivered to the tool (first tried %s); it may be sent again under the same key", stamp(r.CreatedAt))
 	case r.State == StateRejected:
 		fmt.Fprintf(&s, "did not run (%s); nothing took effect, and the call may be made again", rejectedWhy(r))
-	default: // UNKNOWN
+	case r.State == StateUnknown || !r.State.Valid():
 		fmt.Fprintf(&s, "was sent on %s but its outcome is unknown: it may or may not have taken effect. A person must reconcile it. Do not issue it again", stamp(r.CreatedAt))
+	default:
+		// A state with no wording of its own above reads its row's text.
+		fmt.Fprintf(&s, "was made on %s, and %s", stamp(r.CreatedAt), RowOf(r.State).Means)
 	}
 	fmt.Fprintf(&s, ". To check on it, call ledger_status with key %q.", r.Key)
 	return s.String()
