@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcpledger/mcpledger/internal/sqlsource"
 	"github.com/mcpledger/mcpledger/ledger/postgres/pgtest"
 )
 
@@ -97,11 +98,14 @@ func TestPlanLookupsUseAnIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, literals := sqlHolders(t, ".")
+	src, err := sqlsource.Read(".")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range stmts {
 		queries := []string{s.query}
 		if s.query == "" {
-			queries = literals[s.from]
+			queries = src.Literals[s.from]
 		}
 		for i, query := range queries {
 			name := s.name
